@@ -1,0 +1,28 @@
+//! kleinrock-cc: sans-IO congestion control.
+//!
+//! One library of controllers that runs unchanged in the simulator (`kleinrock-sim`) and in a
+//! real QUIC stack. A controller implements [`Controller`]: time is passed in, nothing reads a
+//! clock, and nothing here knows about sockets or simulator types.
+//!
+//! Shared parts live once: the windowed min/max filter ([`minmax`]), the RTT estimator
+//! ([`rtt`]), the delivery-rate sampler ([`delivery_rate`]), the one-way queuing-delay
+//! estimator ([`owqd`]) and the [`registry`] that builds any controller from a name.
+
+pub mod controller;
+pub mod cubic;
+pub mod delivery_rate;
+pub mod minmax;
+pub mod newreno;
+pub mod owqd;
+pub mod params;
+pub mod registry;
+pub mod rtt;
+pub mod units;
+
+pub use controller::{
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+    DeliverySnapshot, OneWayDelaySample, RateSample, SentPacket,
+};
+pub use params::{ParamKind, ParamSpec, ParamValue, Params};
+pub use registry::{build, controllers, BuildError};
+pub use units::{Instant, Rate};

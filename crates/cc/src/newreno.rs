@@ -1,0 +1,602 @@
+//! NewReno as QUIC runs it, counted in bytes.
+//!
+//! Sources: RFC 9002 §7 (QUIC congestion control: initial and minimum window §7.2, slow start
+//! §7.3.1, recovery period §7.3.2, congestion avoidance §7.3.3, persistent congestion §7.6.2,
+//! underutilised window §7.8, pseudocode Appendix B), with the window arithmetic of RFC 5681
+//! §3.1 and the one-reduction-per-window-of-data rule of RFC 6582 (which QUIC expresses as a
+//! recovery period keyed on send times rather than on sequence numbers).
+//!
+//! This module also owns the pieces the loss-based controllers share, so they exist once:
+//! `RecoveryEpoch` (QUIC recovery-period bookkeeping), `AdditiveIncrease` (the byte-exact
+//! "one MSS per window acknowledged" accumulator) and `read_open_unit` (a parameter strictly
+//! between 0 and 1). See `docs/newreno.md` for the equations and every choice made.
+
+use crate::controller::{
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+};
+use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::registry::ControllerInfo;
+use crate::units::Instant;
+
+/// Default multiplicative-decrease factor (RFC 9002 §7.3.2 `kLossReductionFactor`).
+pub const DEFAULT_BETA: f64 = 0.5;
+
+/// Parameters NewReno accepts.
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "beta",
+        kind: ParamKind::Number,
+        default: "0.5",
+        doc: "window reduction factor on a congestion event, 0 < beta < 1 \
+              (RFC 9002 §7.3.2 kLossReductionFactor)",
+    },
+    ParamSpec {
+        name: "initial_window",
+        kind: ParamKind::Number,
+        default: "the transport's (10)",
+        doc: "initial window in packets, a whole number from 1 (RFC 9002 §7.2)",
+    },
+];
+
+/// Registry entry for `newreno`.
+pub const INFO: ControllerInfo = ControllerInfo {
+    name: "newreno",
+    summary: "NewReno in bytes with QUIC recovery periods (RFC 9002 §7, RFC 5681, RFC 6582)",
+    params: PARAMS,
+    build,
+};
+
+fn build(
+    reader: &ParamReader,
+    config: &ControllerConfig,
+) -> Result<Box<dyn Controller>, ParamError> {
+    let params = NewRenoParams {
+        beta: read_open_unit(reader, "beta", DEFAULT_BETA)?,
+        initial_window_packets: read_packets(
+            reader,
+            "initial_window",
+            config.initial_window_packets,
+        )?,
+    };
+    Ok(Box::new(NewReno::new(config, params)))
+}
+
+/// Reads a number parameter that must lie strictly between 0 and 1 (a decrease factor).
+pub(crate) fn read_open_unit(
+    reader: &ParamReader,
+    name: &str,
+    default: f64,
+) -> Result<f64, ParamError> {
+    let v = reader.number(name, default);
+    if v > 0.0 && v < 1.0 {
+        Ok(v)
+    } else {
+        Err(ParamError {
+            name: name.to_string(),
+            message: format!("{v} is out of range; accepted: greater than 0 and less than 1"),
+        })
+    }
+}
+
+/// Reads a whole number of packets, at least 1.
+fn read_packets(reader: &ParamReader, name: &str, default: u64) -> Result<u64, ParamError> {
+    const MAX_PACKETS: f64 = 1e9;
+    let v = reader.number_in(name, default as f64, 1.0, MAX_PACKETS)?;
+    if v.fract() == 0.0 {
+        Ok(v as u64)
+    } else {
+        Err(ParamError {
+            name: name.to_string(),
+            message: format!("{v} is not a whole number of packets; accepted: 1, 2, 3, ..."),
+        })
+    }
+}
+
+/// QUIC recovery-period bookkeeping (RFC 9002 §7.3.2): one window reduction per recovery
+/// period, where the period starts when a congestion event is acted on and ends when a packet
+/// sent after that moment is acknowledged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RecoveryEpoch {
+    /// `congestion_recovery_start_time` of RFC 9002 Appendix B; `None` is "never" (the RFC's 0,
+    /// which would wrongly cover packets sent at time zero).
+    start: Option<Instant>,
+    /// Whether no packet sent after `start` has been acknowledged yet.
+    active: bool,
+}
+
+impl RecoveryEpoch {
+    /// Whether a packet sent at `sent_time` was sent before the current recovery period began
+    /// (RFC 9002 Appendix B `InCongestionRecovery`).
+    fn covers(&self, sent_time: Instant) -> bool {
+        self.start.is_some_and(|start| sent_time <= start)
+    }
+
+    /// A congestion signal about packets sent up to `sent_time`: returns true if it starts a
+    /// new recovery period at `now` (the caller then reduces its window), false if the
+    /// packets were sent before the current period began and the signal is ignored.
+    pub(crate) fn on_congestion(&mut self, now: Instant, sent_time: Instant) -> bool {
+        if self.covers(sent_time) {
+            return false;
+        }
+        self.start = Some(now);
+        self.active = true;
+        true
+    }
+
+    /// An ACK whose newest acknowledged packet was sent at `sent_time`: returns whether the
+    /// ACK may grow the window, and leaves recovery on the first ACK of a packet sent after
+    /// the period began (RFC 9002 §7.3.2).
+    pub(crate) fn on_ack(&mut self, sent_time: Instant) -> bool {
+        if self.covers(sent_time) {
+            return false;
+        }
+        self.active = false;
+        true
+    }
+
+    /// Whether the sender is in a recovery period.
+    pub(crate) fn in_recovery(&self) -> bool {
+        self.active
+    }
+
+    /// Forgets the recovery period (RFC 9002 Appendix B on persistent congestion), so the
+    /// next congestion signal reduces the window again.
+    pub(crate) fn clear(&mut self) {
+        *self = RecoveryEpoch::default();
+    }
+}
+
+/// Byte-exact additive increase: one `mss` for every `window` bytes acknowledged, the
+/// fractional part carried in a byte counter (RFC 5681 §3.1 eq. (3) with byte counting, as
+/// RFC 9002 §7.3.3 and Linux `tcp_cong_avoid_ai` do).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AdditiveIncrease {
+    /// Acknowledged bytes not yet turned into window growth.
+    acked: u64,
+}
+
+impl AdditiveIncrease {
+    /// Credits `acked` bytes against a window of `window` bytes; returns the bytes to add to
+    /// the window.
+    pub(crate) fn on_ack(&mut self, acked: u64, window: u64, mss: u64) -> u64 {
+        let window = window.max(1);
+        self.acked = self.acked.saturating_add(acked);
+        let steps = self.acked / window;
+        self.acked -= steps * window;
+        steps.saturating_mul(mss)
+    }
+
+    /// Drops the carried credit (after a window reduction it was earned against a larger
+    /// window).
+    pub(crate) fn reset(&mut self) {
+        self.acked = 0;
+    }
+}
+
+/// Settings of one NewReno instance.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NewRenoParams {
+    /// Multiplicative-decrease factor, strictly between 0 and 1.
+    pub beta: f64,
+    /// Initial window in packets.
+    pub initial_window_packets: u64,
+}
+
+impl NewRenoParams {
+    /// RFC 9002 defaults for a transport configured with `config`.
+    pub fn from_config(config: &ControllerConfig) -> Self {
+        NewRenoParams {
+            beta: DEFAULT_BETA,
+            initial_window_packets: config.initial_window_packets,
+        }
+    }
+}
+
+/// "No threshold yet": RFC 9002 §7.3.1 starts with an infinite slow-start threshold.
+const INFINITE: u64 = u64::MAX;
+
+/// A NewReno controller (RFC 9002 §7).
+#[derive(Clone, Debug)]
+pub struct NewReno {
+    mss: u64,
+    min_window: u64,
+    beta: f64,
+    cwnd: u64,
+    ssthresh: u64,
+    recovery: RecoveryEpoch,
+    increase: AdditiveIncrease,
+}
+
+impl NewReno {
+    /// A controller in slow start with the initial window of `params`.
+    pub fn new(config: &ControllerConfig, params: NewRenoParams) -> Self {
+        NewReno {
+            mss: config.max_datagram_size,
+            min_window: config.minimum_window(),
+            beta: params.beta,
+            // RFC 9002 §7.2: initial window.
+            cwnd: params.initial_window_packets * config.max_datagram_size,
+            ssthresh: INFINITE,
+            recovery: RecoveryEpoch::default(),
+            increase: AdditiveIncrease::default(),
+        }
+    }
+
+    /// Reacts to a congestion signal about packets sent up to `sent_time`, at most once per
+    /// recovery period.
+    fn congestion_event(&mut self, now: Instant, sent_time: Instant) {
+        if !self.recovery.on_congestion(now, sent_time) {
+            return;
+        }
+        // RFC 9002 §7.3.2: ssthresh = cwnd * kLossReductionFactor, floored at the minimum
+        // window as RFC 5681 §3.1 eq. (4) floors it at 2 SMSS; cwnd = ssthresh.
+        self.ssthresh = ((self.cwnd as f64 * self.beta) as u64).max(self.min_window);
+        self.cwnd = self.ssthresh;
+        self.increase.reset();
+    }
+
+    fn mode(&self) -> &'static str {
+        if self.recovery.in_recovery() {
+            "recovery"
+        } else if self.cwnd < self.ssthresh {
+            "slow_start"
+        } else {
+            "congestion_avoidance"
+        }
+    }
+}
+
+impl Controller for NewReno {
+    fn on_ack(&mut self, _now: Instant, ack: &AckEvent) {
+        // RFC 9002 §7.3.2: ACKs of packets sent before the recovery period began do not grow
+        // the window; the first ACK of a later packet ends the period.
+        let may_grow = self.recovery.on_ack(ack.largest_acked_sent_time);
+        // RFC 9002 §7.8: no growth while the window is not fully used.
+        if !may_grow || ack.app_limited {
+            return;
+        }
+        if self.cwnd < self.ssthresh {
+            // RFC 9002 §7.3.1: slow start, cwnd += acknowledged bytes (RFC 5681 §3.1
+            // eq. (2) with byte counting).
+            self.cwnd = self.cwnd.saturating_add(ack.acked_bytes);
+        } else {
+            // RFC 9002 §7.3.3 / RFC 5681 §3.1 eq. (3): cwnd += MSS * acked / cwnd, exactly
+            // one MSS per cwnd bytes acknowledged.
+            let step = self.increase.on_ack(ack.acked_bytes, self.cwnd, self.mss);
+            self.cwnd = self.cwnd.saturating_add(step);
+        }
+    }
+
+    fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) {
+        match event.kind {
+            // RFC 9002 §7.3.2 (loss) and §7.3.2 / §13.4 (ECN-CE): the same reduction.
+            CongestionKind::Loss | CongestionKind::EcnCe => {
+                self.congestion_event(now, event.largest_sent_time)
+            }
+            CongestionKind::PersistentCongestion => {
+                // The reduction applies if no loss event already covered these packets.
+                self.congestion_event(now, event.largest_sent_time);
+                // RFC 9002 §7.6.2: cwnd = kMinimumWindow; ssthresh stays as reduced; the
+                // recovery start is forgotten (Appendix B).
+                self.cwnd = self.min_window;
+                self.recovery.clear();
+                self.increase.reset();
+            }
+        }
+    }
+
+    fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    /// `None` while the threshold is still infinite (before the first congestion event).
+    fn ssthresh(&self) -> Option<u64> {
+        (self.ssthresh != INFINITE).then_some(self.ssthresh)
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    fn state(&self) -> ControllerState {
+        ControllerState {
+            mode: self.mode(),
+            values: vec![
+                // -1 while infinite, so the column set never changes during a run.
+                ("ssthresh_bytes", ssthresh_value(self.ssthresh)),
+                ("cwnd_bytes", self.cwnd as f64),
+            ],
+        }
+    }
+}
+
+/// The traced value of a slow-start threshold: bytes, or -1 while it is infinite.
+pub(crate) fn ssthresh_value(ssthresh: u64) -> f64 {
+    if ssthresh == INFINITE {
+        -1.0
+    } else {
+        ssthresh as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::{ParamValue, Params};
+    use crate::registry;
+    use std::time::Duration;
+
+    const MSS: u64 = 1500;
+    const RTT: Duration = Duration::from_millis(100);
+
+    fn config() -> ControllerConfig {
+        ControllerConfig::default()
+    }
+
+    fn reno() -> NewReno {
+        NewReno::new(&config(), NewRenoParams::from_config(&config()))
+    }
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_nanos(ms * 1_000_000)
+    }
+
+    fn ack(bytes: u64, sent: Instant) -> AckEvent {
+        AckEvent {
+            acked_bytes: bytes,
+            acked_packets: 1,
+            largest_acked_sent_time: sent,
+            rtt_sample: Some(RTT),
+            min_rtt: Some(RTT),
+            smoothed_rtt: Some(RTT),
+            rate: None,
+            delivered: 0,
+            prior_in_flight: 0,
+            in_flight: 0,
+            app_limited: false,
+            one_way_delay: None,
+        }
+    }
+
+    fn loss(sent: Instant) -> CongestionEvent {
+        CongestionEvent {
+            kind: CongestionKind::Loss,
+            lost_bytes: MSS,
+            lost_packets: 1,
+            largest_sent_time: sent,
+            prior_in_flight: 0,
+            in_flight: 0,
+        }
+    }
+
+    /// One round of ACKs: every packet of the current window, one MSS each, sent at `sent`.
+    fn ack_round(c: &mut NewReno, now: Instant, sent: Instant) {
+        for _ in 0..c.cwnd() / MSS {
+            c.on_ack(now, &ack(MSS, sent));
+        }
+    }
+
+    /// Loss at 100 ms of a packet sent at 50 ms, then the ACK of a packet sent after the
+    /// recovery start ends recovery. Returns the controller in congestion avoidance.
+    fn in_congestion_avoidance() -> NewReno {
+        let mut c = reno();
+        c.on_congestion(at(100), &loss(at(50)));
+        c.on_ack(at(200), &ack(MSS, at(150)));
+        assert_eq!(c.state().mode, "congestion_avoidance");
+        c
+    }
+
+    #[test]
+    fn slow_start_doubles_per_round() {
+        // RFC 9002 §7.3.1: cwnd grows by the bytes acknowledged, so a full round of ACKs
+        // doubles it; exact (byte arithmetic).
+        let mut c = reno();
+        assert_eq!(c.cwnd(), 10 * MSS);
+        assert_eq!(c.state().mode, "slow_start");
+        assert!(c.in_slow_start());
+        assert_eq!(c.ssthresh(), None);
+        for round in 1..=4u64 {
+            ack_round(&mut c, at(100 * round), at(100 * (round - 1)));
+            assert_eq!(c.cwnd(), (10 << round) * MSS);
+        }
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_exactly_one_mss_per_window() {
+        // RFC 5681 §3.1 eq. (3) / RFC 9002 §7.3.3: +1 MSS per cwnd bytes acknowledged; exact.
+        let mut c = in_congestion_avoidance();
+        let w = c.cwnd();
+        assert_eq!(w, 5 * MSS);
+        // The ACK that ended recovery credited 1500 bytes. Odd ACK sizes after it:
+        // 1500 + 5 * 1000 + 999 = 7499 < w, and growth happens on the byte that completes w.
+        for _ in 0..5 {
+            c.on_ack(at(300), &ack(1000, at(250)));
+            assert_eq!(c.cwnd(), w);
+        }
+        c.on_ack(at(300), &ack(999, at(250)));
+        assert_eq!(c.cwnd(), w);
+        c.on_ack(at(300), &ack(1, at(250)));
+        assert_eq!(c.cwnd(), w + MSS);
+        // Ten more windows' worth: ten more MSS, nothing more, nothing less.
+        let mut now = 400;
+        for _ in 0..10 {
+            let target = c.cwnd() + MSS;
+            let mut acked = 0;
+            while acked < c.cwnd() {
+                c.on_ack(at(now), &ack(MSS, at(now - 100)));
+                acked += MSS;
+            }
+            assert_eq!(c.cwnd(), target);
+            now += 100;
+        }
+    }
+
+    #[test]
+    fn loss_halves_once_per_recovery_period() {
+        let mut c = reno();
+        ack_round(&mut c, at(100), at(0));
+        assert_eq!(c.cwnd(), 20 * MSS);
+        // RFC 9002 §7.3.2: cwnd and ssthresh become cwnd * 0.5; exact.
+        c.on_congestion(at(200), &loss(at(150)));
+        assert_eq!(c.cwnd(), 10 * MSS);
+        assert_eq!(c.ssthresh(), Some(10 * MSS));
+        assert_eq!(c.state().mode, "recovery");
+        assert!(!c.in_slow_start());
+        // A second loss of a packet sent before the recovery start: ignored.
+        c.on_congestion(at(210), &loss(at(190)));
+        assert_eq!(c.cwnd(), 10 * MSS);
+        // ACKs of packets sent before the recovery start neither grow cwnd nor end recovery.
+        c.on_ack(at(250), &ack(MSS, at(199)));
+        c.on_ack(at(250), &ack(MSS, at(200)));
+        assert_eq!(c.cwnd(), 10 * MSS);
+        assert_eq!(c.state().mode, "recovery");
+        // The first ACK of a packet sent after the recovery start ends it and grows cwnd.
+        c.on_ack(at(300), &ack(MSS, at(201)));
+        assert_eq!(c.state().mode, "congestion_avoidance");
+        // Losses of packets sent before the (ended) recovery period still do not count.
+        c.on_congestion(at(310), &loss(at(180)));
+        assert_eq!(c.ssthresh(), Some(10 * MSS));
+        // A loss of a packet sent after the recovery start is a new congestion event.
+        c.on_congestion(at(320), &loss(at(205)));
+        assert_eq!(c.cwnd(), 5 * MSS);
+        assert_eq!(c.ssthresh(), Some(5 * MSS));
+    }
+
+    #[test]
+    fn ecn_ce_reduces_like_loss() {
+        // RFC 9002 §7.3.2: an ECN-CE increase is a congestion event like a loss.
+        let mut c = reno();
+        let mut ce = loss(at(50));
+        ce.kind = CongestionKind::EcnCe;
+        c.on_congestion(at(100), &ce);
+        assert_eq!(c.cwnd(), 5 * MSS);
+    }
+
+    #[test]
+    fn reduction_is_floored_at_minimum_window() {
+        // RFC 9002 §7.2: cwnd never below kMinimumWindow = 2 * max_datagram_size.
+        let mut c = reno();
+        for i in 0..5u64 {
+            // Each loss is of a packet sent after the previous recovery start.
+            c.on_congestion(at(100 * (i + 1)), &loss(at(100 * (i + 1) - 1)));
+        }
+        assert_eq!(c.cwnd(), 2 * MSS);
+        assert_eq!(c.ssthresh(), Some(2 * MSS));
+    }
+
+    #[test]
+    fn persistent_congestion_collapses_to_minimum_window() {
+        let mut c = reno();
+        ack_round(&mut c, at(100), at(0));
+        // Transport reports the loss, then declares persistent congestion for the same
+        // packets: one reduction of ssthresh, cwnd to the minimum window (RFC 9002 §7.6.2).
+        c.on_congestion(at(1000), &loss(at(150)));
+        let mut pc = loss(at(150));
+        pc.kind = CongestionKind::PersistentCongestion;
+        c.on_congestion(at(1000), &pc);
+        assert_eq!(c.cwnd(), 2 * MSS);
+        assert_eq!(c.ssthresh(), Some(10 * MSS));
+        assert_eq!(c.state().mode, "slow_start");
+        // Recovery start forgotten: every ACK grows cwnd again (slow start up to ssthresh).
+        c.on_ack(at(1100), &ack(MSS, at(100)));
+        assert_eq!(c.cwnd(), 3 * MSS);
+        // ... and the next loss reduces again, even of a packet sent long ago.
+        c.on_congestion(at(1200), &loss(at(160)));
+        assert_eq!(c.ssthresh(), Some(2 * MSS));
+
+        // Persistent congestion alone (no prior loss event) also reduces ssthresh once.
+        let mut d = reno();
+        d.on_congestion(at(1000), &pc);
+        assert_eq!(d.cwnd(), 2 * MSS);
+        assert_eq!(d.ssthresh(), Some(5 * MSS));
+    }
+
+    #[test]
+    fn no_growth_when_app_limited() {
+        // RFC 9002 §7.8: no increase in slow start or congestion avoidance while
+        // application-limited.
+        let mut c = reno();
+        let mut limited = ack(MSS, at(0));
+        limited.app_limited = true;
+        for _ in 0..100 {
+            c.on_ack(at(100), &limited);
+        }
+        assert_eq!(c.cwnd(), 10 * MSS);
+
+        let mut c = in_congestion_avoidance();
+        let w = c.cwnd();
+        let mut limited = ack(MSS, at(250));
+        limited.app_limited = true;
+        for _ in 0..100 {
+            c.on_ack(at(300), &limited);
+        }
+        assert_eq!(c.cwnd(), w);
+        // App-limited ACKs earned no credit: a full window of normal ACKs adds one MSS.
+        for _ in 0..w / MSS {
+            c.on_ack(at(400), &ack(MSS, at(300)));
+        }
+        assert_eq!(c.cwnd(), w + MSS);
+    }
+
+    #[test]
+    fn app_limited_ack_still_ends_recovery() {
+        let mut c = reno();
+        c.on_congestion(at(100), &loss(at(50)));
+        let mut limited = ack(MSS, at(150));
+        limited.app_limited = true;
+        c.on_ack(at(200), &limited);
+        assert_eq!(c.state().mode, "congestion_avoidance");
+        assert_eq!(c.cwnd(), 5 * MSS);
+    }
+
+    #[test]
+    fn state_traces_ssthresh_as_minus_one_while_infinite() {
+        let mut c = reno();
+        let s = c.state();
+        assert_eq!(
+            s.values,
+            vec![("ssthresh_bytes", -1.0), ("cwnd_bytes", 15000.0)]
+        );
+        c.on_congestion(at(100), &loss(at(50)));
+        let s = c.state();
+        assert_eq!(
+            s.values,
+            vec![("ssthresh_bytes", 7500.0), ("cwnd_bytes", 7500.0)]
+        );
+    }
+
+    #[test]
+    fn registry_reads_and_checks_parameters() {
+        let mut p = Params::new();
+        p.insert("beta".into(), ParamValue::Number(0.7));
+        p.insert("initial_window".into(), ParamValue::Number(4.0));
+        let mut c = registry::build("newreno", &p, &config()).unwrap();
+        assert_eq!(c.cwnd(), 4 * MSS);
+        c.on_congestion(at(100), &loss(at(50)));
+        assert_eq!(c.cwnd(), 4200);
+
+        for (name, bad) in [
+            ("beta", 1.0),
+            ("beta", 0.0),
+            ("initial_window", 0.0),
+            ("initial_window", 2.5),
+        ] {
+            let mut p = Params::new();
+            p.insert(name.into(), ParamValue::Number(bad));
+            let e = registry::build("newreno", &p, &config()).err().unwrap();
+            assert!(e.to_string().contains(name), "{e}");
+        }
+    }
+
+    #[test]
+    fn additive_increase_carries_fractions() {
+        let mut ai = AdditiveIncrease::default();
+        assert_eq!(ai.on_ack(2999, 3000, 100), 0);
+        assert_eq!(ai.on_ack(1, 3000, 100), 100);
+        // A stretch ACK of several windows adds several MSS and keeps the remainder.
+        assert_eq!(ai.on_ack(7000, 3000, 100), 200);
+        assert_eq!(ai.on_ack(2000, 3000, 100), 100);
+        ai.reset();
+        assert_eq!(ai.on_ack(2999, 3000, 100), 0);
+    }
+}

@@ -1,0 +1,102 @@
+//! The registry: every controller by name, with its parameters, and a builder that turns a
+//! name plus a parameter table into a running controller or a clear error.
+
+use crate::controller::{Controller, ControllerConfig};
+use crate::params::{ParamError, ParamReader, ParamSpec, Params};
+use crate::{cubic, newreno};
+use std::fmt;
+
+/// Builds a controller from its checked parameters.
+pub type BuildFn = fn(&ParamReader, &ControllerConfig) -> Result<Box<dyn Controller>, ParamError>;
+
+/// One registered controller.
+pub struct ControllerInfo {
+    /// Name used in scenarios and on the command line.
+    pub name: &'static str,
+    /// One line: what it is and its source.
+    pub summary: &'static str,
+    /// Parameters it accepts.
+    pub params: &'static [ParamSpec],
+    /// Constructor.
+    pub build: BuildFn,
+}
+
+/// Why a controller could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// No controller has this name.
+    UnknownController {
+        /// The name asked for.
+        name: String,
+        /// Every registered name.
+        known: Vec<&'static str>,
+    },
+    /// A parameter was unknown, of the wrong kind or out of range.
+    Param(ParamError),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::UnknownController { name, known } => write!(
+                f,
+                "unknown controller `{name}`; accepted: {}",
+                known.join(", ")
+            ),
+            BuildError::Param(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Every registered controller, in the order `kleinrock list` shows them.
+pub fn controllers() -> &'static [ControllerInfo] {
+    const ALL: &[ControllerInfo] = &[newreno::INFO, cubic::INFO];
+    ALL
+}
+
+/// The registered controller called `name`.
+pub fn find(name: &str) -> Option<&'static ControllerInfo> {
+    controllers().iter().find(|c| c.name == name)
+}
+
+/// Builds the controller `name` with `params`, rejecting unknown names and parameters.
+pub fn build(
+    name: &str,
+    params: &Params,
+    config: &ControllerConfig,
+) -> Result<Box<dyn Controller>, BuildError> {
+    let info = find(name).ok_or_else(|| BuildError::UnknownController {
+        name: name.to_string(),
+        known: controllers().iter().map(|c| c.name).collect(),
+    })?;
+    let reader = ParamReader::new(params, info.params).map_err(BuildError::Param)?;
+    (info.build)(&reader, config).map_err(BuildError::Param)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::ParamValue;
+
+    #[test]
+    fn unknown_name_lists_known_ones() {
+        let e = build("renoo", &Params::new(), &ControllerConfig::default())
+            .err()
+            .unwrap();
+        let text = e.to_string();
+        assert!(text.contains("renoo") && text.contains("newreno") && text.contains("cubic"));
+    }
+
+    #[test]
+    fn every_controller_builds_with_defaults_and_rejects_unknown_params() {
+        let mut bad = Params::new();
+        bad.insert("no_such_knob".into(), ParamValue::Number(1.0));
+        for info in controllers() {
+            let c = build(info.name, &Params::new(), &ControllerConfig::default()).unwrap();
+            assert!(c.cwnd() > 0, "{}", info.name);
+            assert!(build(info.name, &bad, &ControllerConfig::default()).is_err());
+        }
+    }
+}

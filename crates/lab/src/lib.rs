@@ -1,0 +1,15 @@
+//! kleinrock-lab: scenarios (TOML) with sweeps, the runner, metrics and reports.
+//!
+//! [`scenario::load`] turns a file into validated [`scenario::Scenario`]s (one per sweep
+//! point), [`runner::run`] and [`runner::run_all`] run them in the simulator,
+//! [`metrics`] defines every reported figure, and [`report`] renders tables.
+
+pub mod metrics;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod sweep;
+
+/// The built-in demo: 10 Mbps, 50 ms RTT, 2 BDP drop-tail buffer, 60 s; NewReno and Cubic,
+/// each alone.
+pub const DEMO_SCENARIO: &str = include_str!("../../../scenarios/demo.toml");

@@ -1,0 +1,219 @@
+//! Metrics, each defined once here. All are taken over the measurement window (after
+//! `warmup`); a flow's *active time* is the part of the window between its start and the
+//! earliest of its stop, its completion and the end of the run.
+
+use crate::scenario::Scenario;
+use kleinrock_sim::hist::Histogram;
+use kleinrock_sim::SimResult;
+use serde::Serialize;
+
+/// Metrics of one flow.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowMetrics {
+    /// Flow name.
+    pub name: String,
+    /// Controller name (`datagram` for unresponsive flows).
+    pub cc: String,
+    /// Goodput: application bytes delivered to the receiver in order, each byte once, per
+    /// second of active time; bits per second.
+    pub goodput_bps: f64,
+    /// Throughput: payload bytes sent, retransmissions included, per second of active time;
+    /// bits per second.
+    pub throughput_bps: f64,
+    /// Loss rate: packets the sender declared lost over packets sent (datagram flows: packets
+    /// not received over packets sent).
+    pub loss_rate: f64,
+    /// Mean of the RTT samples (one per ACK that newly acknowledges the largest packet,
+    /// RFC 9002 latest_rtt), ms.
+    pub rtt_mean_ms: Option<f64>,
+    /// Population standard deviation of the RTT samples, ms.
+    pub rtt_std_ms: Option<f64>,
+    /// Median RTT sample, ms.
+    pub rtt_p50_ms: Option<f64>,
+    /// 95th percentile RTT sample, ms.
+    pub rtt_p95_ms: Option<f64>,
+    /// 99th percentile RTT sample, ms.
+    pub rtt_p99_ms: Option<f64>,
+    /// One-way queuing delay: each data packet's one-way delay minus the smallest one-way
+    /// delay of the flow so far; mean, ms.
+    pub owqd_mean_ms: Option<f64>,
+    /// 95th percentile one-way queuing delay, ms.
+    pub owqd_p95_ms: Option<f64>,
+    /// Congestion events: loss-detection passes whose newest lost packet was sent after the
+    /// previous event began (one per RFC 9002 recovery period).
+    pub loss_events: u64,
+    /// Loss-event distance: mean time between consecutive congestion events, s.
+    pub loss_event_distance_s: Option<f64>,
+    /// Flow completion time of a sized transfer: from its start to the arrival of its last
+    /// byte, s.
+    pub completion_s: Option<f64>,
+    /// Application bytes delivered in the window.
+    pub delivered_bytes: u64,
+    /// Payload bytes retransmitted in the window.
+    pub retransmitted_bytes: u64,
+}
+
+/// Metrics of one link.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkMetrics {
+    /// Link name.
+    pub name: String,
+    /// Utilisation: bytes transmitted over what the link's rate (its schedule included) could
+    /// have transmitted in the window.
+    pub utilisation: f64,
+    /// Mean queue fill: time average of the waiting packets (or bytes, for a byte-sized buffer)
+    /// over the buffer size.
+    pub mean_queue_fill: f64,
+    /// Most packets that ever waited.
+    pub max_queue_packets: u64,
+    /// Fewest packets waiting after a transmission, in the window.
+    pub min_queue_packets: u64,
+    /// Packets dropped because the buffer was full, in the window.
+    pub dropped_packets: u64,
+    /// Packets lost to the random loss model, in the window.
+    pub random_losses: u64,
+}
+
+/// Everything a run reports.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// Scenario name.
+    pub scenario: String,
+    /// Sweep assignments of this point.
+    pub point: Vec<(String, String)>,
+    /// Seed.
+    pub seed: u64,
+    /// Simulated time at the end of the run, s.
+    pub end_s: f64,
+    /// Start of the measurement window, s.
+    pub warmup_s: f64,
+    /// Per flow.
+    pub flows: Vec<FlowMetrics>,
+    /// Per link.
+    pub links: Vec<LinkMetrics>,
+    /// Jain's fairness index (sum x)^2 / (n sum x^2) over the goodputs of the flows that have
+    /// a controller; `None` with fewer than two such flows.
+    pub jain_index: Option<f64>,
+}
+
+/// Jain's fairness index of `xs`; `None` for fewer than two values or all zero.
+pub fn jain_index(xs: &[f64]) -> Option<f64> {
+    let sum: f64 = xs.iter().sum();
+    let sum_sq: f64 = xs.iter().map(|x| x * x).sum();
+    (xs.len() >= 2 && sum_sq > 0.0).then(|| sum * sum / (xs.len() as f64 * sum_sq))
+}
+
+fn ms(ns: Option<f64>) -> Option<f64> {
+    ns.map(|v| v * 1e-6)
+}
+
+fn per_second(bytes: u64, active_ns: u64) -> f64 {
+    if active_ns == 0 {
+        0.0
+    } else {
+        bytes as f64 * 8.0 / (active_ns as f64 * 1e-9)
+    }
+}
+
+fn mean_gap_s(times: &[u64]) -> Option<f64> {
+    (times.len() >= 2).then(|| {
+        let span = times[times.len() - 1] - times[0];
+        span as f64 * 1e-9 / (times.len() - 1) as f64
+    })
+}
+
+fn rtt_fields(h: &Histogram) -> [Option<f64>; 5] {
+    [
+        ms(h.mean()),
+        ms(h.std()),
+        ms(h.quantile(0.5)),
+        ms(h.quantile(0.95)),
+        ms(h.quantile(0.99)),
+    ]
+}
+
+/// Computes the metrics of a run of `scenario`.
+pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
+    let flows: Vec<FlowMetrics> = scenario
+        .flows
+        .iter()
+        .zip(&result.flows)
+        .map(|(plan, s)| {
+            let c = &s.counters;
+            let [rtt_mean_ms, rtt_std_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms] = rtt_fields(&s.rtt);
+            FlowMetrics {
+                name: s.name.clone(),
+                cc: plan.cc_name().to_string(),
+                goodput_bps: per_second(c.bytes_delivered, s.active_ns),
+                throughput_bps: per_second(c.bytes_sent, s.active_ns),
+                loss_rate: if c.packets_sent == 0 {
+                    0.0
+                } else {
+                    c.packets_lost as f64 / c.packets_sent as f64
+                },
+                rtt_mean_ms,
+                rtt_std_ms,
+                rtt_p50_ms,
+                rtt_p95_ms,
+                rtt_p99_ms,
+                owqd_mean_ms: ms(s.queuing_delay.mean()),
+                owqd_p95_ms: ms(s.queuing_delay.quantile(0.95)),
+                loss_events: c.loss_events,
+                loss_event_distance_s: mean_gap_s(&s.loss_event_times),
+                completion_s: s
+                    .completion_ns
+                    .map(|t| (t as f64 - plan.start.as_nanos() as f64) * 1e-9),
+                delivered_bytes: c.bytes_delivered,
+                retransmitted_bytes: c.bytes_retransmitted,
+            }
+        })
+        .collect();
+    let links = result
+        .links
+        .iter()
+        .map(|l| LinkMetrics {
+            name: l.name.clone(),
+            utilisation: if l.counters.capacity_bytes > 0.0 {
+                l.counters.bytes_transmitted as f64 / l.counters.capacity_bytes
+            } else {
+                0.0
+            },
+            mean_queue_fill: if l.window_ns > 0 {
+                l.counters.fill_integral / l.window_ns as f64
+            } else {
+                0.0
+            },
+            max_queue_packets: l.max_queue_packets,
+            min_queue_packets: l.min_queue_packets,
+            dropped_packets: l.counters.packets_dropped,
+            random_losses: l.counters.packets_lost_random,
+        })
+        .collect();
+    let goodputs: Vec<f64> = flows
+        .iter()
+        .filter(|f| f.cc != "datagram")
+        .map(|f| f.goodput_bps)
+        .collect();
+    Summary {
+        scenario: scenario.name.clone(),
+        point: scenario.point.clone(),
+        seed: scenario.seed,
+        end_s: result.end_ns as f64 * 1e-9,
+        warmup_s: result.warmup_ns as f64 * 1e-9,
+        flows,
+        links,
+        jain_index: jain_index(&goodputs),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_bounds() {
+        assert_eq!(jain_index(&[5.0, 5.0, 5.0]), Some(1.0));
+        assert_eq!(jain_index(&[1.0, 0.0, 0.0, 0.0]), Some(0.25));
+        assert_eq!(jain_index(&[1.0]), None);
+    }
+}

@@ -1,0 +1,185 @@
+//! Terminal tables: a run's flows and links, and one row per point of a sweep.
+
+use crate::metrics::{FlowMetrics, Summary};
+use crate::sweep::label;
+
+/// A plain text table with right-aligned numeric columns.
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column titles.
+    pub fn new(header: &[&str]) -> Self {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// Renders the table; the first column is left-aligned, the others right-aligned.
+    pub fn render(&self) -> String {
+        let cols = self.header.len();
+        let mut width = vec![0; cols];
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            for (i, c) in r.iter().enumerate().take(cols) {
+                width[i] = width[i].max(c.chars().count());
+            }
+        }
+        let line = |r: &Vec<String>| {
+            r.iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i == 0 {
+                        format!("{c:<w$}", w = width[i])
+                    } else {
+                        format!("{c:>w$}", w = width[i])
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_string()
+        };
+        let mut out = line(&self.header);
+        out.push('\n');
+        out.push_str(&"-".repeat(width.iter().sum::<usize>() + 2 * (cols - 1)));
+        out.push('\n');
+        for r in &self.rows {
+            out.push_str(&line(r));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// `v` with `digits` decimals, or `-` when absent.
+pub fn num(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+fn flow_cells(f: &FlowMetrics) -> Vec<String> {
+    vec![
+        num(Some(f.goodput_bps / 1e6), 3),
+        num(Some(f.throughput_bps / 1e6), 3),
+        num(Some(f.loss_rate * 100.0), 3),
+        num(f.rtt_mean_ms, 1),
+        num(f.rtt_std_ms, 1),
+        num(f.rtt_p50_ms, 1),
+        num(f.rtt_p95_ms, 1),
+        num(f.rtt_p99_ms, 1),
+        num(f.owqd_mean_ms, 1),
+        num(f.loss_event_distance_s, 2),
+    ]
+}
+
+const FLOW_HEADER: [&str; 10] = [
+    "Gput Mbps", "Tput Mbps", "Loss %", "RTTavg", "RTTstd", "RTTp50", "RTTp95", "RTTp99",
+    "OWQD ms", "LED s",
+];
+
+/// The flows and links of one run.
+pub fn run_tables(s: &Summary) -> String {
+    let mut header = vec!["flow", "cc"];
+    header.extend(FLOW_HEADER);
+    let mut flows = Table::new(&header);
+    for f in &s.flows {
+        let mut cells = vec![f.name.clone(), f.cc.clone()];
+        cells.extend(flow_cells(f));
+        flows.row(cells);
+    }
+    let mut links = Table::new(&["link", "util %", "queue fill %", "max queue pkt", "drops", "random losses"]);
+    for l in &s.links {
+        links.row(vec![
+            l.name.clone(),
+            num(Some(l.utilisation * 100.0), 2),
+            num(Some(l.mean_queue_fill * 100.0), 1),
+            l.max_queue_packets.to_string(),
+            l.dropped_packets.to_string(),
+            l.random_losses.to_string(),
+        ]);
+    }
+    let mut out = format!(
+        "{}{}  (simulated {:.1} s, measured from {:.1} s, seed {})\n\n",
+        s.scenario,
+        if s.point.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", label(&s.point))
+        },
+        s.end_s,
+        s.warmup_s,
+        s.seed
+    );
+    out.push_str(&flows.render());
+    if let Some(j) = s.jain_index {
+        out.push_str(&format!("Jain's fairness index over goodput: {j:.4}\n"));
+    }
+    out.push('\n');
+    out.push_str(&links.render());
+    out
+}
+
+/// One row per sweep point: the point, the first flow's metrics (or totals), the busiest link.
+pub fn sweep_table(summaries: &[Summary]) -> String {
+    let mut header = vec!["point"];
+    header.extend(FLOW_HEADER);
+    header.extend(["util %", "queue %", "JFI"]);
+    let mut t = Table::new(&header);
+    for s in summaries {
+        let mut cells = vec![if s.point.is_empty() {
+            s.scenario.clone()
+        } else {
+            label(&s.point)
+        }];
+        let flow = aggregate(&s.flows);
+        cells.extend(flow_cells(&flow));
+        let busiest = s
+            .links
+            .iter()
+            .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
+        cells.push(num(busiest.map(|l| l.utilisation * 100.0), 2));
+        cells.push(num(busiest.map(|l| l.mean_queue_fill * 100.0), 1));
+        cells.push(num(s.jain_index, 3));
+        t.row(cells);
+    }
+    t.render()
+}
+
+/// The one flow of a single-flow run, or the flows combined: goodput and throughput summed,
+/// loss and RTT figures averaged.
+fn aggregate(flows: &[FlowMetrics]) -> FlowMetrics {
+    if flows.len() == 1 {
+        return flows[0].clone();
+    }
+    let n = flows.len() as f64;
+    let mean = |get: &dyn Fn(&FlowMetrics) -> Option<f64>| {
+        let v: Vec<f64> = flows.iter().filter_map(get).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    FlowMetrics {
+        name: "all".into(),
+        cc: "all".into(),
+        goodput_bps: flows.iter().map(|f| f.goodput_bps).sum(),
+        throughput_bps: flows.iter().map(|f| f.throughput_bps).sum(),
+        loss_rate: flows.iter().map(|f| f.loss_rate).sum::<f64>() / n,
+        rtt_mean_ms: mean(&|f| f.rtt_mean_ms),
+        rtt_std_ms: mean(&|f| f.rtt_std_ms),
+        rtt_p50_ms: mean(&|f| f.rtt_p50_ms),
+        rtt_p95_ms: mean(&|f| f.rtt_p95_ms),
+        rtt_p99_ms: mean(&|f| f.rtt_p99_ms),
+        owqd_mean_ms: mean(&|f| f.owqd_mean_ms),
+        owqd_p95_ms: mean(&|f| f.owqd_p95_ms),
+        loss_events: flows.iter().map(|f| f.loss_events).sum(),
+        loss_event_distance_s: mean(&|f| f.loss_event_distance_s),
+        completion_s: None,
+        delivered_bytes: flows.iter().map(|f| f.delivered_bytes).sum(),
+        retransmitted_bytes: flows.iter().map(|f| f.retransmitted_bytes).sum(),
+    }
+}

@@ -1,0 +1,131 @@
+//! Running scenarios: one run, a sweep in parallel on all cores, and writing results to an
+//! output directory atomically (a temporary directory renamed into place when complete).
+
+use crate::metrics::{summarize, Summary};
+use crate::scenario::Scenario;
+use kleinrock_sim::{SimResult, Simulator};
+use rayon::prelude::*;
+use std::fs;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// A finished run.
+pub struct RunOutput {
+    /// Its metrics.
+    pub summary: Summary,
+    /// The simulator's raw result (histograms, traces).
+    pub result: SimResult,
+}
+
+/// Runs one scenario.
+pub fn run(scenario: &Scenario) -> RunOutput {
+    let result = Simulator::new(scenario.sim_config()).run();
+    RunOutput {
+        summary: summarize(scenario, &result),
+        result,
+    }
+}
+
+/// Runs every point in parallel, calling `progress` as each finishes; results keep the
+/// points' order.
+pub fn run_all(points: &[Scenario], progress: impl Fn() + Sync) -> Vec<RunOutput> {
+    points
+        .par_iter()
+        .map(|p| {
+            let out = run(p);
+            progress();
+            out
+        })
+        .collect()
+}
+
+/// A file name made of the safe characters of `name`.
+fn file_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn write_file(path: &Path, write: impl FnOnce(&mut BufWriter<fs::File>) -> io::Result<()>) -> io::Result<()> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let mut w = BufWriter::new(fs::File::create(path)?);
+    write(&mut w)?;
+    w.flush()
+}
+
+/// Writes one run's files under `dir`: `summary.json`, traces as `flows/<name>.csv` and
+/// `links/<name>.csv`, and each flow's RTT CDF as `rtt_cdf/<name>.csv`.
+fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
+    write_file(&dir.join("summary.json"), |w| {
+        serde_json::to_writer_pretty(&mut *w, &out.summary)?;
+        writeln!(w)
+    })?;
+    if let Some(trace) = &out.result.trace {
+        for s in &trace.flows {
+            let path = dir.join("flows").join(format!("{}.csv", file_name(&s.name)));
+            write_file(&path, |w| s.write_csv(w))?;
+        }
+        for s in &trace.links {
+            let path = dir.join("links").join(format!("{}.csv", file_name(&s.name)));
+            write_file(&path, |w| s.write_csv(w))?;
+        }
+    }
+    for f in &out.result.flows {
+        if f.rtt.count() == 0 {
+            continue;
+        }
+        let path = dir.join("rtt_cdf").join(format!("{}.csv", file_name(&f.name)));
+        write_file(&path, |w| {
+            writeln!(w, "rtt_ms,fraction")?;
+            for (v, p) in f.rtt.cdf() {
+                writeln!(w, "{},{p}", v * 1e-6)?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Writes the results to `dir`: one run directly in it; a sweep as `sweep.json` plus one
+/// `point-<i>` directory per point. Everything is written to a temporary sibling first and
+/// renamed into place, so `dir` is never left half-written; an existing `dir` is replaced.
+pub fn write_outputs(dir: &Path, outputs: &[RunOutput], is_sweep: bool) -> io::Result<()> {
+    let tmp = temp_sibling(dir);
+    let result = (|| {
+        if is_sweep {
+            let summaries: Vec<&Summary> = outputs.iter().map(|o| &o.summary).collect();
+            write_file(&tmp.join("sweep.json"), |w| {
+                serde_json::to_writer_pretty(&mut *w, &summaries)?;
+                writeln!(w)
+            })?;
+            for (i, o) in outputs.iter().enumerate() {
+                write_run(&tmp.join(format!("point-{i}")), o)?;
+            }
+        } else if let Some(o) = outputs.first() {
+            write_run(&tmp, o)?;
+        }
+        if dir.exists() {
+            fs::remove_dir_all(dir)?;
+        }
+        fs::rename(&tmp, dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+fn temp_sibling(dir: &Path) -> PathBuf {
+    let name = dir
+        .file_name()
+        .map_or("out".into(), |n| n.to_string_lossy().into_owned());
+    dir.with_file_name(format!(".{name}.partial-{}", std::process::id()))
+}

@@ -1,0 +1,692 @@
+//! Scenario files: the TOML format, its validation, and the resolved [`Scenario`] a run is
+//! built from. Every error names the file, the field and what is accepted; a scenario that
+//! fails validation never reaches the simulator.
+
+use crate::sweep::{expand, SweepPoint};
+use kleinrock_cc::units::{parse_bytes, parse_duration, parse_rate};
+use kleinrock_cc::{build, ControllerConfig, ParamValue, Params, Rate};
+use kleinrock_sim::{
+    AppConfig, BufferLimit, FlowConfig, FlowKind, LinkConfig, LossConfig, QdiscConfig, SimConfig,
+    TransportConfig,
+};
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+/// A scenario that could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file (or `<built-in>`).
+    pub origin: String,
+    /// The field, as a path like `flows[0].cc`; empty when the file itself is at fault.
+    pub field: String,
+    /// What is wrong and what is accepted.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.origin, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.origin, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSpec {
+    name: Option<String>,
+    description: Option<String>,
+    duration: String,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    warmup: Option<String>,
+    trace_interval: Option<String>,
+    links: Vec<LinkSpec>,
+    flows: Vec<FlowSpec>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkSpec {
+    name: String,
+    rate: String,
+    #[serde(default)]
+    delay: Option<String>,
+    jitter: Option<String>,
+    buffer: String,
+    qdisc: Option<String>,
+    flow_limit: Option<u64>,
+    quantum: Option<String>,
+    bdp_rtt: Option<String>,
+    loss: Option<LossSpec>,
+    #[serde(default)]
+    rate_schedule: Vec<RateStepSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum LossSpec {
+    Bernoulli(f64),
+    Model(LossModelSpec),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LossModelSpec {
+    model: String,
+    p: Option<f64>,
+    p_good_bad: Option<f64>,
+    p_bad_good: Option<f64>,
+    loss_good: Option<f64>,
+    loss_bad: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateStepSpec {
+    at: String,
+    rate: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlowSpec {
+    name: Option<String>,
+    cc: Option<String>,
+    #[serde(default)]
+    params: toml::Table,
+    path: Vec<String>,
+    reverse_path: Vec<String>,
+    start: Option<String>,
+    stop: Option<String>,
+    size: Option<String>,
+    app: Option<String>,
+    rate: Option<String>,
+    transport: Option<String>,
+    count: Option<u32>,
+    stagger: Option<String>,
+    packet_size: Option<u32>,
+    pacing: Option<bool>,
+    delayed_ack: Option<bool>,
+    receive_timestamps: Option<bool>,
+}
+
+/// How a flow's transport is set up.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlowTransport {
+    /// The reliable transport with a named controller.
+    Reliable {
+        /// Controller name.
+        cc: String,
+        /// Controller parameters.
+        params: Params,
+        /// Transport settings.
+        transport: TransportConfig,
+    },
+    /// Unresponsive datagrams.
+    Datagram {
+        /// Bytes per datagram.
+        packet_size: u32,
+    },
+}
+
+/// A flow of a resolved scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowPlan {
+    /// Name.
+    pub name: String,
+    /// Transport and controller.
+    pub transport: FlowTransport,
+    /// Link indices of the forward path.
+    pub forward: Vec<usize>,
+    /// Link indices of the reverse path.
+    pub reverse: Vec<usize>,
+    /// Application.
+    pub app: AppConfig,
+    /// Start time.
+    pub start: Duration,
+    /// Stop time.
+    pub stop: Option<Duration>,
+}
+
+impl FlowPlan {
+    /// The controller name, or `"datagram"`.
+    pub fn cc_name(&self) -> &str {
+        match &self.transport {
+            FlowTransport::Reliable { cc, .. } => cc,
+            FlowTransport::Datagram { .. } => "datagram",
+        }
+    }
+}
+
+/// A validated scenario: everything a run needs, with units resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Name (from the file, else the file stem).
+    pub name: String,
+    /// One-line description.
+    pub description: String,
+    /// The sweep assignments that produced this point (empty without a sweep).
+    pub point: SweepPoint,
+    /// Simulated duration.
+    pub duration: Duration,
+    /// Seed.
+    pub seed: u64,
+    /// Start of the measurement window.
+    pub warmup: Duration,
+    /// Trace interval.
+    pub trace_interval: Option<Duration>,
+    /// Links.
+    pub links: Vec<LinkConfig>,
+    /// Flows.
+    pub flows: Vec<FlowPlan>,
+}
+
+impl Scenario {
+    /// The simulator configuration, with controllers built fresh.
+    pub fn sim_config(&self) -> SimConfig {
+        let flows = self
+            .flows
+            .iter()
+            .map(|f| FlowConfig {
+                name: f.name.clone(),
+                kind: match &f.transport {
+                    FlowTransport::Reliable {
+                        cc,
+                        params,
+                        transport,
+                    } => FlowKind::Reliable {
+                        controller: build(cc, params, &controller_config(transport))
+                            .expect("controllers are checked when the scenario is loaded"),
+                        transport: *transport,
+                    },
+                    FlowTransport::Datagram { packet_size } => FlowKind::Datagram {
+                        packet_size: *packet_size,
+                    },
+                },
+                forward: f.forward.clone(),
+                reverse: f.reverse.clone(),
+                app: f.app,
+                start: f.start,
+                stop: f.stop,
+            })
+            .collect();
+        SimConfig {
+            duration: self.duration,
+            seed: self.seed,
+            warmup: self.warmup,
+            trace_interval: self.trace_interval,
+            links: self.links.clone(),
+            flows,
+        }
+    }
+
+    /// Round-trip propagation delay of flow `i` (forward plus reverse path delays).
+    pub fn base_rtt(&self, i: usize) -> Duration {
+        let f = &self.flows[i];
+        f.forward
+            .iter()
+            .chain(&f.reverse)
+            .map(|&l| self.links[l].delay)
+            .sum()
+    }
+}
+
+fn controller_config(t: &TransportConfig) -> ControllerConfig {
+    ControllerConfig {
+        max_datagram_size: u64::from(t.packet_size),
+        ..ControllerConfig::default()
+    }
+}
+
+/// A scenario file: one scenario, or one per point of its sweep grid.
+#[derive(Clone, Debug)]
+pub struct ScenarioSet {
+    /// Name of the scenario.
+    pub name: String,
+    /// Whether the file has a sweep grid.
+    pub is_sweep: bool,
+    /// The points (one without a sweep), all validated.
+    pub points: Vec<Scenario>,
+}
+
+/// Loads and validates a scenario file, with `overrides` (`path = value` assignments, as in a
+/// sweep grid) applied first.
+pub fn load(path: &Path, overrides: &[String]) -> Result<ScenarioSet, ScenarioError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        origin: origin.clone(),
+        field: String::new(),
+        message: format!("cannot read: {e}"),
+    })?;
+    let stem = path
+        .file_stem()
+        .map_or("scenario".to_string(), |s| s.to_string_lossy().into_owned());
+    parse(&text, &origin, &stem, overrides)
+}
+
+/// Parses and validates scenario text. `origin` names it in errors; `default_name` is used
+/// when the file has no `name`.
+pub fn parse(
+    text: &str,
+    origin: &str,
+    default_name: &str,
+    overrides: &[String],
+) -> Result<ScenarioSet, ScenarioError> {
+    let err = |field: &str, message: String| ScenarioError {
+        origin: origin.to_string(),
+        field: field.to_string(),
+        message,
+    };
+    let mut root: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| err("", e.to_string().trim_end().to_string()))?;
+    crate::sweep::apply_overrides(&mut root, overrides).map_err(|(f, m)| err(&f, m))?;
+    let sweep = match root.get("sweep") {
+        None => None,
+        Some(toml::Value::Table(t)) => Some(t.clone()),
+        Some(_) => return Err(err("sweep", "must be a table of `path = [values]`".into())),
+    };
+    let points = expand(&root, sweep.as_ref()).map_err(|(f, m)| err(&f, m))?;
+    let mut scenarios = Vec::with_capacity(points.len());
+    for (point, value) in points {
+        let spec = FileSpec::deserialize(value).map_err(|e| {
+            err(
+                "",
+                format!("{}{}", e.message(), point_suffix(&point)),
+            )
+        })?;
+        let scenario = resolve(spec, default_name, point.clone())
+            .map_err(|(f, m)| err(&f, format!("{m}{}", point_suffix(&point))))?;
+        scenarios.push(scenario);
+    }
+    Ok(ScenarioSet {
+        name: scenarios
+            .first()
+            .map_or(default_name.to_string(), |s| s.name.clone()),
+        is_sweep: sweep.is_some(),
+        points: scenarios,
+    })
+}
+
+fn point_suffix(point: &SweepPoint) -> String {
+    if point.is_empty() {
+        String::new()
+    } else {
+        format!(" (at sweep point {})", crate::sweep::label(point))
+    }
+}
+
+type FieldResult<T> = Result<T, (String, String)>;
+
+fn field<T>(name: impl Into<String>, r: Result<T, String>) -> FieldResult<T> {
+    r.map_err(|m| (name.into(), m))
+}
+
+fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult<Scenario> {
+    let duration = field("duration", parse_duration(&spec.duration))?;
+    if duration.is_zero() {
+        return Err(("duration".into(), "must be positive".into()));
+    }
+    let warmup = match &spec.warmup {
+        Some(w) => field("warmup", parse_duration(w))?,
+        None => Duration::ZERO,
+    };
+    if warmup >= duration {
+        return Err(("warmup".into(), "must be shorter than the duration".into()));
+    }
+    let trace_interval = match &spec.trace_interval {
+        Some(t) => {
+            let d = field("trace_interval", parse_duration(t))?;
+            if d.is_zero() {
+                return Err(("trace_interval".into(), "must be positive".into()));
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    if spec.links.is_empty() {
+        return Err(("links".into(), "at least one link is needed".into()));
+    }
+    if spec.flows.is_empty() {
+        return Err(("flows".into(), "at least one flow is needed".into()));
+    }
+    let names: Vec<&str> = spec.links.iter().map(|l| l.name.as_str()).collect();
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err((format!("links[{i}].name"), format!("`{n}` is used twice")));
+        }
+    }
+    let mut flows = Vec::new();
+    for (i, f) in spec.flows.iter().enumerate() {
+        flows.extend(resolve_flow(f, i, &names)?);
+    }
+    let mut links = Vec::new();
+    for (i, l) in spec.links.iter().enumerate() {
+        links.push(resolve_link(l, i, &flows, &spec.links)?);
+    }
+    Ok(Scenario {
+        name: spec.name.unwrap_or_else(|| default_name.to_string()),
+        description: spec.description.unwrap_or_default(),
+        point,
+        duration,
+        seed: spec.seed,
+        warmup,
+        trace_interval,
+        links,
+        flows,
+    })
+}
+
+fn resolve_link(
+    l: &LinkSpec,
+    i: usize,
+    flows: &[FlowPlan],
+    all: &[LinkSpec],
+) -> FieldResult<LinkConfig> {
+    let at = |f: &str| format!("links[{i}].{f}");
+    let rate = field(at("rate"), parse_rate(&l.rate))?;
+    let delay = match &l.delay {
+        Some(d) => field(at("delay"), parse_duration(d))?,
+        None => Duration::ZERO,
+    };
+    let jitter = match &l.jitter {
+        Some(j) => field(at("jitter"), parse_duration(j))?,
+        None => Duration::ZERO,
+    };
+    let bdp_rtt = match &l.bdp_rtt {
+        Some(r) => Some(field(at("bdp_rtt"), parse_duration(r))?),
+        None => flows.iter().find(|f| f.forward.contains(&i)).map(|f| {
+            f.forward
+                .iter()
+                .chain(&f.reverse)
+                .map(|&k| parse_duration(all[k].delay.as_deref().unwrap_or("0s")).unwrap_or_default())
+                .sum()
+        }),
+    };
+    let buffer = field(at("buffer"), parse_buffer(&l.buffer, rate, bdp_rtt))?;
+    let qdisc = match l.qdisc.as_deref().unwrap_or("fifo") {
+        "fifo" => QdiscConfig::Fifo,
+        "fq" => QdiscConfig::Fq {
+            flow_limit: match l.flow_limit {
+                Some(0) => return Err((at("flow_limit"), "must be positive".into())),
+                Some(n) => n,
+                None => 100,
+            },
+            quantum: match &l.quantum {
+                Some(q) => field(at("quantum"), parse_bytes(q))?,
+                None => 3000,
+            },
+        },
+        other => {
+            return Err((
+                at("qdisc"),
+                format!("unknown queue discipline `{other}`; accepted: fifo, fq"),
+            ))
+        }
+    };
+    if l.qdisc.as_deref() != Some("fq") && (l.flow_limit.is_some() || l.quantum.is_some()) {
+        return Err((at("flow_limit"), "only applies with qdisc = \"fq\"".into()));
+    }
+    let loss = match &l.loss {
+        None => LossConfig::None,
+        Some(spec) => field(at("loss"), resolve_loss(spec))?,
+    };
+    let mut schedule = Vec::new();
+    for (k, s) in l.rate_schedule.iter().enumerate() {
+        let t = field(at(&format!("rate_schedule[{k}].at")), parse_duration(&s.at))?;
+        let r = field(at(&format!("rate_schedule[{k}].rate")), parse_rate(&s.rate))?;
+        schedule.push((t, r));
+    }
+    Ok(LinkConfig {
+        name: l.name.clone(),
+        rate,
+        schedule,
+        delay,
+        jitter,
+        loss,
+        qdisc,
+        buffer,
+    })
+}
+
+/// Parses a buffer size: `"100pkt"`, a byte size like `"64KB"`, or `"2bdp"` (times the rate
+/// and `bdp_rtt`).
+fn parse_buffer(text: &str, rate: Rate, bdp_rtt: Option<Duration>) -> Result<BufferLimit, String> {
+    let accepted = "packets (\"100pkt\"), bytes (\"64KB\") or BDP multiples (\"2bdp\")";
+    let t = text.trim();
+    if let Some(n) = t.strip_suffix("pkt") {
+        let n: f64 = n.trim().parse().map_err(|_| format!("`{text}`: expected {accepted}"))?;
+        if !(n >= 1.0) || n.fract() != 0.0 {
+            return Err(format!("`{text}`: the packet count must be a whole number >= 1"));
+        }
+        return Ok(BufferLimit::Packets(n as u64));
+    }
+    if let Some(m) = t.strip_suffix("bdp") {
+        let m: f64 = m.trim().parse().map_err(|_| format!("`{text}`: expected {accepted}"))?;
+        if !(m > 0.0) {
+            return Err(format!("`{text}`: the BDP multiple must be positive"));
+        }
+        let rtt = bdp_rtt.ok_or_else(|| {
+            "a BDP-sized buffer needs `bdp_rtt` on the link or a flow whose path crosses it"
+                .to_string()
+        })?;
+        let bytes = (rate.bytes_in(rtt) * m).round() as u64;
+        return if bytes == 0 {
+            Err(format!("`{text}` is less than one byte at this rate and RTT"))
+        } else {
+            Ok(BufferLimit::Bytes(bytes))
+        };
+    }
+    parse_bytes(t)
+        .map(BufferLimit::Bytes)
+        .map_err(|_| format!("`{text}`: expected {accepted}"))
+}
+
+fn probability(name: &str, v: Option<f64>, default: Option<f64>) -> Result<f64, String> {
+    let v = v
+        .or(default)
+        .ok_or_else(|| format!("`{name}` is required for this model"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("`{name}` = {v} is not a probability in [0, 1]"))
+    }
+}
+
+fn resolve_loss(spec: &LossSpec) -> Result<LossConfig, String> {
+    match spec {
+        LossSpec::Bernoulli(p) => Ok(LossConfig::Bernoulli {
+            p: probability("loss", Some(*p), None)?,
+        }),
+        LossSpec::Model(m) => match m.model.as_str() {
+            "bernoulli" => Ok(LossConfig::Bernoulli {
+                p: probability("p", m.p, None)?,
+            }),
+            "gilbert-elliott" => Ok(LossConfig::GilbertElliott {
+                p_good_bad: probability("p_good_bad", m.p_good_bad, None)?,
+                p_bad_good: probability("p_bad_good", m.p_bad_good, None)?,
+                loss_good: probability("loss_good", m.loss_good, Some(0.0))?,
+                loss_bad: probability("loss_bad", m.loss_bad, Some(1.0))?,
+            }),
+            other => Err(format!(
+                "unknown loss model `{other}`; accepted: bernoulli, gilbert-elliott"
+            )),
+        },
+    }
+}
+
+fn resolve_path(list: &[String], names: &[&str], at: &str) -> FieldResult<Vec<usize>> {
+    if list.is_empty() {
+        return Err((at.into(), "must name at least one link".into()));
+    }
+    list.iter()
+        .map(|n| {
+            names.iter().position(|k| k == n).ok_or_else(|| {
+                (
+                    at.to_string(),
+                    format!("unknown link `{n}`; links: {}", names.join(", ")),
+                )
+            })
+        })
+        .collect()
+}
+
+fn resolve_params(table: &toml::Table, at: &str) -> FieldResult<Params> {
+    let mut params = Params::new();
+    for (k, v) in table {
+        let value = match v {
+            toml::Value::Integer(i) => ParamValue::Number(*i as f64),
+            toml::Value::Float(f) => ParamValue::Number(*f),
+            toml::Value::Boolean(b) => ParamValue::Bool(*b),
+            toml::Value::String(s) => ParamValue::Text(s.clone()),
+            _ => {
+                return Err((
+                    format!("{at}.{k}"),
+                    "must be a number, a boolean or a string".into(),
+                ))
+            }
+        };
+        params.insert(k.clone(), value);
+    }
+    Ok(params)
+}
+
+fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<TransportConfig> {
+    let mut t = TransportConfig::default();
+    if let Some(size) = f.packet_size {
+        if size <= t.header_size || size > 65_535 {
+            return Err((
+                at("packet_size"),
+                format!("{size} is out of range; accepted: {} to 65535", t.header_size + 1),
+            ));
+        }
+        t.packet_size = size;
+    }
+    t.pacing = f.pacing.unwrap_or(t.pacing);
+    t.delayed_ack = f.delayed_ack.unwrap_or(t.delayed_ack);
+    t.receive_timestamps = f.receive_timestamps.unwrap_or(t.receive_timestamps);
+    Ok(t)
+}
+
+fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowPlan>> {
+    let at = |x: &str| format!("flows[{i}].{x}");
+    let forward = resolve_path(&f.path, names, &at("path"))?;
+    let reverse = resolve_path(&f.reverse_path, names, &at("reverse_path"))?;
+    let start = match &f.start {
+        Some(s) => field(at("start"), parse_duration(s))?,
+        None => Duration::ZERO,
+    };
+    let stop = match &f.stop {
+        Some(s) => Some(field(at("stop"), parse_duration(s))?),
+        None => None,
+    };
+    if stop.is_some_and(|s| s <= start) {
+        return Err((at("stop"), "must be after start".into()));
+    }
+    let bytes = match &f.size {
+        Some(s) => Some(field(at("size"), parse_bytes(s))?),
+        None => None,
+    };
+    let app = match f.app.as_deref().unwrap_or("bulk") {
+        "bulk" => {
+            if f.rate.is_some() {
+                return Err((at("rate"), "only applies with app = \"cbr\"".into()));
+            }
+            AppConfig::Bulk { bytes }
+        }
+        "cbr" => {
+            let rate = f
+                .rate
+                .as_deref()
+                .ok_or_else(|| (at("rate"), "app = \"cbr\" needs a rate, e.g. \"20Mbps\"".into()))?;
+            AppConfig::ConstantRate {
+                rate: field(at("rate"), parse_rate(rate))?,
+                bytes,
+            }
+        }
+        other => {
+            return Err((
+                at("app"),
+                format!("unknown application `{other}`; accepted: bulk, cbr"),
+            ))
+        }
+    };
+    let transport = match f.transport.as_deref().unwrap_or("reliable") {
+        "reliable" => {
+            let cc = f
+                .cc
+                .clone()
+                .ok_or_else(|| (at("cc"), "a reliable flow needs a controller, e.g. cc = \"cubic\"".into()))?;
+            let params = resolve_params(&f.params, &at("params"))?;
+            let transport = resolve_transport(f, &at)?;
+            build(&cc, &params, &controller_config(&transport)).map_err(|e| match e {
+                kleinrock_cc::BuildError::Param(p) => (format!("{}.{}", at("params"), p.name), p.message),
+                other => (at("cc"), other.to_string()),
+            })?;
+            FlowTransport::Reliable {
+                cc,
+                params,
+                transport,
+            }
+        }
+        "datagram" => {
+            if f.cc.is_some() {
+                return Err((at("cc"), "a datagram flow has no congestion control".into()));
+            }
+            if !matches!(app, AppConfig::ConstantRate { .. }) {
+                return Err((at("app"), "a datagram flow needs app = \"cbr\"".into()));
+            }
+            FlowTransport::Datagram {
+                packet_size: f.packet_size.unwrap_or(1500),
+            }
+        }
+        other => {
+            return Err((
+                at("transport"),
+                format!("unknown transport `{other}`; accepted: reliable, datagram"),
+            ))
+        }
+    };
+    let count = f.count.unwrap_or(1);
+    if count == 0 {
+        return Err((at("count"), "must be at least 1".into()));
+    }
+    let stagger = match &f.stagger {
+        Some(s) => field(at("stagger"), parse_duration(s))?,
+        None => Duration::ZERO,
+    };
+    let base = f.name.clone().unwrap_or_else(|| format!("{}-{i}", transport_name(&transport)));
+    Ok((0..count)
+        .map(|k| FlowPlan {
+            name: if count == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{}", k + 1)
+            },
+            transport: transport.clone(),
+            forward: forward.clone(),
+            reverse: reverse.clone(),
+            app,
+            start: start + stagger * k,
+            stop: stop.map(|s| s + stagger * k),
+        })
+        .collect())
+}
+
+fn transport_name(t: &FlowTransport) -> &str {
+    match t {
+        FlowTransport::Reliable { cc, .. } => cc,
+        FlowTransport::Datagram { .. } => "datagram",
+    }
+}

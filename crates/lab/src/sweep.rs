@@ -1,0 +1,176 @@
+//! Sweep grids and overrides: `path = value` assignments into a scenario's TOML tree
+//! (`flows.0.cc`, `links[1].buffer`, `flows.0.params.beta`), and the Cartesian product of a
+//! `[sweep]` table's value lists.
+
+use toml::{Table, Value};
+
+/// The assignments of one sweep point, as `(path, value)` texts.
+pub type SweepPoint = Vec<(String, String)>;
+
+/// `path=value, ...` for reports.
+pub fn label(point: &SweepPoint) -> String {
+    point
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn parse_path(path: &str) -> Result<Vec<Step>, String> {
+    let mut steps = Vec::new();
+    for part in path.split('.') {
+        let (key, rest) = part.split_once('[').unwrap_or((part, ""));
+        if !key.is_empty() {
+            steps.push(match key.parse::<usize>() {
+                Ok(i) => Step::Index(i),
+                Err(_) => Step::Key(key.to_string()),
+            });
+        }
+        for idx in rest.split('[').filter(|s| !s.is_empty()) {
+            let i = idx
+                .trim_end_matches(']')
+                .parse()
+                .map_err(|_| format!("`{path}` has a bad index `[{idx}`"))?;
+            steps.push(Step::Index(i));
+        }
+    }
+    if steps.is_empty() {
+        return Err("empty path".into());
+    }
+    Ok(steps)
+}
+
+/// Sets `path` in `root` to `value`, creating missing tables (never missing array entries).
+pub fn set_path(root: &mut Table, path: &str, value: Value) -> Result<(), String> {
+    let steps = parse_path(path)?;
+    let mut whole = Value::Table(std::mem::take(root));
+    let result = set_in(&mut whole, &steps, path, value);
+    if let Value::Table(t) = whole {
+        *root = t;
+    }
+    result
+}
+
+fn set_in(mut cur: &mut Value, steps: &[Step], path: &str, value: Value) -> Result<(), String> {
+    let not_found = || format!("`{path}` does not lead to a table or list entry");
+    let (last, init) = steps.split_last().ok_or_else(not_found)?;
+    for step in init {
+        cur = match (step, cur) {
+            (Step::Key(k), Value::Table(t)) => {
+                t.entry(k.clone()).or_insert_with(|| Value::Table(Table::new()))
+            }
+            (Step::Index(i), Value::Array(a)) => {
+                let len = a.len();
+                a.get_mut(*i).ok_or_else(|| {
+                    format!("`{path}`: index {i} is out of range (there are {len})")
+                })?
+            }
+            _ => return Err(not_found()),
+        };
+    }
+    match (last, cur) {
+        (Step::Key(k), Value::Table(t)) => {
+            t.insert(k.clone(), value);
+            Ok(())
+        }
+        (Step::Index(i), Value::Array(a)) if *i < a.len() => {
+            a[*i] = value;
+            Ok(())
+        }
+        _ => Err(not_found()),
+    }
+}
+
+/// Parses the text after `=` of an override as a TOML value, or as a bare string.
+fn parse_value(text: &str) -> Value {
+    format!("v = {text}")
+        .parse::<Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| Value::String(text.to_string()))
+}
+
+/// Applies `path=value` overrides; errors name the override.
+pub fn apply_overrides(root: &mut Table, overrides: &[String]) -> Result<(), (String, String)> {
+    for o in overrides {
+        let (path, value) = o.split_once('=').ok_or_else(|| {
+            (
+                "--set".to_string(),
+                format!("`{o}` is not `path=value` (e.g. flows.0.cc=cubic)"),
+            )
+        })?;
+        set_path(root, path.trim(), parse_value(value.trim()))
+            .map_err(|m| (format!("--set {}", path.trim()), m))?;
+    }
+    Ok(())
+}
+
+/// The scenario trees of every point of `sweep` (one point, unchanged, without a sweep),
+/// with the `sweep` table removed.
+pub fn expand(root: &Table, sweep: Option<&Table>) -> Result<Vec<(SweepPoint, Value)>, (String, String)> {
+    let mut base = root.clone();
+    base.remove("sweep");
+    let mut points: Vec<(SweepPoint, Table)> = vec![(Vec::new(), base)];
+    for (path, values) in sweep.into_iter().flatten() {
+        let field = format!("sweep.\"{path}\"");
+        let Value::Array(values) = values else {
+            return Err((field, "must be a list of values".into()));
+        };
+        if values.is_empty() {
+            return Err((field, "must list at least one value".into()));
+        }
+        let mut next = Vec::with_capacity(points.len() * values.len());
+        for (point, table) in &points {
+            for v in values {
+                let mut t = table.clone();
+                set_path(&mut t, path, v.clone()).map_err(|m| (field.clone(), m))?;
+                let mut p = point.clone();
+                p.push((path.clone(), value_text(v)));
+                next.push((p, t));
+            }
+        }
+        points = next;
+    }
+    Ok(points.into_iter().map(|(p, t)| (p, Value::Table(t))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn sets_nested_paths() {
+        let mut t = table("[[flows]]\ncc = \"newreno\"\n");
+        set_path(&mut t, "flows.0.cc", Value::String("cubic".into())).unwrap();
+        set_path(&mut t, "flows[0].params.beta", Value::Float(0.5)).unwrap();
+        assert_eq!(t["flows"][0]["cc"].as_str(), Some("cubic"));
+        assert_eq!(t["flows"][0]["params"]["beta"].as_float(), Some(0.5));
+        assert!(set_path(&mut t, "flows.3.cc", Value::Integer(1)).is_err());
+    }
+
+    #[test]
+    fn expands_the_cartesian_product() {
+        let t = table("a = 1\n[sweep]\na = [1, 2]\nb = [\"x\", \"y\", \"z\"]\n");
+        let sweep = t["sweep"].as_table().unwrap().clone();
+        let points = expand(&t, Some(&sweep)).unwrap();
+        assert_eq!(points.len(), 6);
+        assert_eq!(label(&points[5].0), "a=2, b=z");
+        assert!(points[0].1.get("sweep").is_none());
+    }
+}

@@ -1,0 +1,152 @@
+//! What a simulation is made of, as plain values: links, flows, applications and transport
+//! settings. The lab crate builds these from scenario files; tests build them directly.
+
+use crate::loss::LossConfig;
+use crate::queue::{BufferLimit, QdiscConfig};
+use kleinrock_cc::{Controller, Rate};
+use std::time::Duration;
+
+/// One direction of a link: a transmitter with a queue, followed by a propagation pipe.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkConfig {
+    /// Name, for reports.
+    pub name: String,
+    /// Rate at time zero.
+    pub rate: Rate,
+    /// Rate steps: from each time on, the given rate.
+    pub schedule: Vec<(Duration, Rate)>,
+    /// Propagation delay.
+    pub delay: Duration,
+    /// Extra delay drawn uniformly from `[0, jitter]` per packet, never reordering packets.
+    pub jitter: Duration,
+    /// Random loss applied to packets arriving at the link.
+    pub loss: LossConfig,
+    /// Queue discipline.
+    pub qdisc: QdiscConfig,
+    /// Buffer size.
+    pub buffer: BufferLimit,
+}
+
+/// What the application at a flow's sender offers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AppConfig {
+    /// Always has data: unbounded, or `bytes` in total.
+    Bulk {
+        /// Total bytes, `None` for unbounded.
+        bytes: Option<u64>,
+    },
+    /// Data arrives at a constant rate from the flow's start.
+    ConstantRate {
+        /// Rate of data arrival.
+        rate: Rate,
+        /// Total bytes, `None` for unbounded.
+        bytes: Option<u64>,
+    },
+}
+
+impl AppConfig {
+    /// Total bytes the application will offer, `None` if unbounded.
+    pub fn total_bytes(&self) -> Option<u64> {
+        match *self {
+            AppConfig::Bulk { bytes } | AppConfig::ConstantRate { bytes, .. } => bytes,
+        }
+    }
+}
+
+/// Settings of the reliable transport.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransportConfig {
+    /// Bytes on the wire of a full data packet (counted by cwnd).
+    pub packet_size: u32,
+    /// Header bytes in each packet; payload = packet_size - header_size.
+    pub header_size: u32,
+    /// Bytes on the wire of an ACK packet.
+    pub ack_size: u32,
+    /// Whether the sender paces.
+    pub pacing: bool,
+    /// Pacing rate as a multiple of cwnd / smoothed RTT in slow start, when the controller
+    /// sets no rate (Linux `tcp_pacing_ss_ratio`: 2.0).
+    pub pacing_ratio_slow_start: f64,
+    /// The same in congestion avoidance (Linux `tcp_pacing_ca_ratio`: 1.2).
+    pub pacing_ratio: f64,
+    /// Whether the receiver delays ACKs (every 2nd packet or `max_ack_delay`, RFC 9000 §13.2).
+    pub delayed_ack: bool,
+    /// Longest time the receiver holds an ACK back.
+    pub max_ack_delay: Duration,
+    /// Whether ACKs carry receive timestamps, giving controllers one-way-delay samples.
+    pub receive_timestamps: bool,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            packet_size: 1500,
+            header_size: 40,
+            ack_size: 64,
+            pacing: true,
+            pacing_ratio_slow_start: 2.0,
+            pacing_ratio: 1.2,
+            delayed_ack: false,
+            max_ack_delay: Duration::from_millis(25),
+            receive_timestamps: true,
+        }
+    }
+}
+
+impl TransportConfig {
+    /// Stream bytes in a full packet.
+    pub fn payload(&self) -> u32 {
+        self.packet_size - self.header_size
+    }
+}
+
+/// How a flow moves data.
+pub enum FlowKind {
+    /// The QUIC-like reliable transport driven by a congestion controller.
+    Reliable {
+        /// The congestion controller.
+        controller: Box<dyn Controller>,
+        /// Transport settings.
+        transport: TransportConfig,
+    },
+    /// Unresponsive datagrams sent as the application offers them (no feedback, no
+    /// retransmission), e.g. a constant-bit-rate UDP source.
+    Datagram {
+        /// Bytes on the wire per datagram.
+        packet_size: u32,
+    },
+}
+
+/// One flow: endpoints, paths, application and lifetime.
+pub struct FlowConfig {
+    /// Name, for reports.
+    pub name: String,
+    /// Transport and controller.
+    pub kind: FlowKind,
+    /// Links data packets cross, in order (indices into the link list).
+    pub forward: Vec<usize>,
+    /// Links ACKs cross, in order; empty means ACKs arrive after zero delay.
+    pub reverse: Vec<usize>,
+    /// Application.
+    pub app: AppConfig,
+    /// When the flow starts.
+    pub start: Duration,
+    /// When the application stops offering new data, if ever.
+    pub stop: Option<Duration>,
+}
+
+/// A whole simulation.
+pub struct SimConfig {
+    /// Simulated time; the run also ends when every flow has finished.
+    pub duration: Duration,
+    /// Seed of every random element.
+    pub seed: u64,
+    /// Start of the measurement window: statistics before it are discarded.
+    pub warmup: Duration,
+    /// Trace sampling interval, `None` for no trace.
+    pub trace_interval: Option<Duration>,
+    /// Links.
+    pub links: Vec<LinkConfig>,
+    /// Flows.
+    pub flows: Vec<FlowConfig>,
+}

@@ -1,0 +1,32 @@
+//! kleinrock-sim: a deterministic discrete-event packet-level network simulator.
+//!
+//! Time is integer nanoseconds; the event list is ordered by (time, insertion sequence); every
+//! random element has its own seeded generator. Links ([`link`]) have a rate (constant or
+//! stepped), propagation delay, order-keeping jitter, random loss ([`loss`]) and a queue
+//! ([`queue`]: drop-tail FIFO or fair queuing). Flows have a forward and a reverse path and
+//! run either the reliable QUIC-like transport ([`sender`], [`receiver`]) driven by any
+//! `kleinrock-cc` controller, or unresponsive datagrams ([`datagram`]).
+//!
+//! Build a [`SimConfig`], then `Simulator::new(config).run()` gives a [`SimResult`].
+
+pub mod app;
+pub mod config;
+pub mod datagram;
+pub mod events;
+pub mod hist;
+pub mod link;
+pub mod loss;
+pub mod network;
+pub mod packet;
+pub mod queue;
+pub mod rangeset;
+pub mod receiver;
+pub mod sender;
+pub mod stats;
+pub mod trace;
+
+pub use config::{AppConfig, FlowConfig, FlowKind, LinkConfig, SimConfig, TransportConfig};
+pub use loss::LossConfig;
+pub use network::Simulator;
+pub use queue::{BufferLimit, QdiscConfig};
+pub use stats::{FlowStats, LinkStats, SimResult};

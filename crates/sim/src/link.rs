@@ -1,0 +1,235 @@
+//! A link: random loss on arrival, a queue, a transmitter at the link's rate, and a
+//! propagation pipe that holds packets in a ring buffer with only its head scheduled. At most
+//! one transmit and one arrival event are pending per link.
+
+use crate::config::LinkConfig;
+use crate::events::{EventQueue, Target};
+use crate::loss::LossProcess;
+use crate::queue::{Queue, Queued};
+use crate::stats::{LinkCounters, LinkStats};
+use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::Rate;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::VecDeque;
+
+/// What happened to a packet offered to a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Queued or put on the wire.
+    Accepted,
+    /// Lost to the random loss model.
+    LostRandom,
+    /// Dropped because the buffer was full.
+    Dropped,
+}
+
+/// One direction of a link.
+#[derive(Debug)]
+pub struct Link {
+    id: u32,
+    name: String,
+    ns_per_byte: f64,
+    rate: Rate,
+    schedule: Vec<(u64, Rate)>,
+    next_step: usize,
+    delay_ns: u64,
+    jitter_ns: u64,
+    jitter_rng: ChaCha8Rng,
+    loss: LossProcess,
+    queue: Queue,
+    in_service: Option<Queued>,
+    pipe: VecDeque<(u64, u32)>,
+    last_arrival_ns: u64,
+    counters: LinkCounters,
+    at_warmup: LinkCounters,
+    last_account_ns: u64,
+    max_queue_packets: u64,
+    max_queue_bytes: u64,
+    min_queue_packets: Option<u64>,
+}
+
+impl Link {
+    /// A link from its configuration, with its own loss and jitter generators.
+    pub fn new(id: u32, config: &LinkConfig, loss_rng: ChaCha8Rng, jitter_rng: ChaCha8Rng) -> Self {
+        let mut schedule: Vec<(u64, Rate)> = config
+            .schedule
+            .iter()
+            .map(|&(t, r)| (duration_nanos(t), r))
+            .collect();
+        schedule.sort_by_key(|s| s.0);
+        Link {
+            id,
+            name: config.name.clone(),
+            ns_per_byte: 1e9 / config.rate.bytes_per_sec(),
+            rate: config.rate,
+            schedule,
+            next_step: 0,
+            delay_ns: duration_nanos(config.delay),
+            jitter_ns: duration_nanos(config.jitter),
+            jitter_rng,
+            loss: LossProcess::new(config.loss, loss_rng),
+            queue: Queue::new(config.qdisc, config.buffer),
+            in_service: None,
+            pipe: VecDeque::new(),
+            last_arrival_ns: 0,
+            counters: LinkCounters::default(),
+            at_warmup: LinkCounters::default(),
+            last_account_ns: 0,
+            max_queue_packets: 0,
+            max_queue_bytes: 0,
+            min_queue_packets: None,
+        }
+    }
+
+    /// Schedules the first rate step, if any.
+    pub fn schedule_rate_steps(&self, events: &mut EventQueue) {
+        if let Some(&(t, _)) = self.schedule.first() {
+            events.push(t, Target::LinkRate(self.id));
+        }
+    }
+
+    /// Accumulates the fill and capacity integrals up to `now`.
+    fn account(&mut self, now: u64) {
+        let dt = now.saturating_sub(self.last_account_ns);
+        if dt > 0 {
+            self.counters.fill_integral += self.queue.fill() * dt as f64;
+            self.counters.capacity_bytes += self.rate.bytes_per_sec() * dt as f64 * 1e-9;
+            self.last_account_ns = now;
+        }
+    }
+
+    fn note_queue(&mut self) {
+        self.max_queue_packets = self.max_queue_packets.max(self.queue.packets());
+        self.max_queue_bytes = self.max_queue_bytes.max(self.queue.bytes());
+    }
+
+    /// Offers a packet to the link at `now`.
+    pub fn arrive(&mut self, now: u64, q: Queued, events: &mut EventQueue) -> Admission {
+        if self.loss.drop_next() {
+            self.counters.packets_lost_random += 1;
+            return Admission::LostRandom;
+        }
+        self.account(now);
+        if self.in_service.is_none() {
+            self.start_transmission(now, q, events);
+            return Admission::Accepted;
+        }
+        if !self.queue.enqueue(q) {
+            self.counters.packets_dropped += 1;
+            return Admission::Dropped;
+        }
+        self.note_queue();
+        Admission::Accepted
+    }
+
+    fn start_transmission(&mut self, now: u64, q: Queued, events: &mut EventQueue) {
+        let ns = (f64::from(q.size) * self.ns_per_byte).round() as u64;
+        self.in_service = Some(q);
+        events.push(now + ns.max(1), Target::LinkTransmit(self.id));
+    }
+
+    /// The packet in service finished serialising at `now`: it enters the pipe and the next
+    /// waiting packet starts.
+    pub fn on_transmitted(&mut self, now: u64, events: &mut EventQueue) {
+        let Some(done) = self.in_service.take() else {
+            return;
+        };
+        self.counters.bytes_transmitted += u64::from(done.size);
+        self.counters.packets_transmitted += 1;
+        let jitter = if self.jitter_ns > 0 {
+            self.jitter_rng.gen_range(0..=self.jitter_ns)
+        } else {
+            0
+        };
+        // Jitter never reorders: a packet arrives no earlier than the one before it.
+        let arrival = (now + self.delay_ns + jitter).max(self.last_arrival_ns);
+        self.last_arrival_ns = arrival;
+        if self.pipe.is_empty() {
+            events.push(arrival, Target::LinkArrival(self.id));
+        }
+        self.pipe.push_back((arrival, done.packet));
+        self.account(now);
+        if let Some(next) = self.queue.dequeue() {
+            self.start_transmission(now, next, events);
+        }
+        self.min_queue_packets = Some(
+            self.min_queue_packets
+                .map_or(self.queue.packets(), |m| m.min(self.queue.packets())),
+        );
+    }
+
+    /// Pops the packets of the pipe that arrive at `now` into `out`, and schedules the next.
+    pub fn take_arrivals(&mut self, now: u64, out: &mut Vec<u32>, events: &mut EventQueue) {
+        while let Some(&(t, p)) = self.pipe.front() {
+            if t > now {
+                events.push(t, Target::LinkArrival(self.id));
+                break;
+            }
+            self.pipe.pop_front();
+            out.push(p);
+        }
+    }
+
+    /// Applies the next rate step at `now` and schedules the one after.
+    pub fn on_rate_step(&mut self, now: u64, events: &mut EventQueue) {
+        let Some(&(_, rate)) = self.schedule.get(self.next_step) else {
+            return;
+        };
+        self.account(now);
+        self.rate = rate;
+        self.ns_per_byte = 1e9 / rate.bytes_per_sec();
+        self.next_step += 1;
+        if let Some(&(t, _)) = self.schedule.get(self.next_step) {
+            events.push(t, Target::LinkRate(self.id));
+        }
+    }
+
+    /// Opens the measurement window at `now`.
+    pub fn start_measuring(&mut self, now: u64) {
+        self.account(now);
+        self.at_warmup = self.counters;
+        self.min_queue_packets = None;
+    }
+
+    /// Current rate.
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// Packets waiting in the queue.
+    pub fn queue_packets(&self) -> u64 {
+        self.queue.packets()
+    }
+
+    /// Bytes waiting in the queue.
+    pub fn queue_bytes(&self) -> u64 {
+        self.queue.bytes()
+    }
+
+    /// Packets dropped (buffer full) and lost (random) since the start.
+    pub fn drops(&self) -> (u64, u64) {
+        (
+            self.counters.packets_dropped,
+            self.counters.packets_lost_random,
+        )
+    }
+
+    /// Bytes transmitted since the start.
+    pub fn bytes_transmitted(&self) -> u64 {
+        self.counters.bytes_transmitted
+    }
+
+    /// Statistics over the measurement window ending at `now`.
+    pub fn finish(&mut self, now: u64, warmup_ns: u64) -> LinkStats {
+        self.account(now);
+        LinkStats {
+            name: self.name.clone(),
+            counters: self.counters.since(&self.at_warmup),
+            window_ns: now.saturating_sub(warmup_ns),
+            max_queue_packets: self.max_queue_packets,
+            max_queue_bytes: self.max_queue_bytes,
+            min_queue_packets: self.min_queue_packets.unwrap_or(0),
+        }
+    }
+}

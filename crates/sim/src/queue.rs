@@ -1,0 +1,242 @@
+//! Queue disciplines of a link: drop-tail FIFO limited in packets or bytes, and fair queuing
+//! (per-flow FIFOs served by deficit round robin in bytes, with a per-flow packet limit and
+//! new flows served before old ones, as Linux `sch_fq.c`; ALGORITHMS.md §15.1).
+
+use std::collections::VecDeque;
+
+/// A buffer limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferLimit {
+    /// At most this many packets wait (not counting the one being transmitted).
+    Packets(u64),
+    /// At most this many bytes wait (not counting the packet being transmitted).
+    Bytes(u64),
+}
+
+/// Which discipline a link uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QdiscConfig {
+    /// One drop-tail FIFO.
+    Fifo,
+    /// Fair queuing.
+    Fq {
+        /// Packets one flow may have waiting (Linux `flow_limit`, default 100).
+        flow_limit: u64,
+        /// Bytes of credit a flow gets per round (Linux `quantum`, default 2 MTU).
+        quantum: u64,
+    },
+}
+
+/// A packet waiting in a queue: its pool index, size and class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queued {
+    /// Index in the packet pool.
+    pub packet: u32,
+    /// Bytes on the wire.
+    pub size: u32,
+    /// Fair-queuing class (flow index, doubled, plus one for the reverse direction).
+    pub class: u32,
+}
+
+#[derive(Debug, Default)]
+struct ClassQueue {
+    packets: VecDeque<Queued>,
+    credit: i64,
+    listed: bool,
+}
+
+/// Fair-queuing state.
+#[derive(Debug, Default)]
+struct FairQueue {
+    classes: Vec<ClassQueue>,
+    new_flows: VecDeque<u32>,
+    old_flows: VecDeque<u32>,
+    flow_limit: u64,
+    quantum: i64,
+}
+
+impl FairQueue {
+    fn enqueue(&mut self, q: Queued) -> bool {
+        let c = q.class as usize;
+        if c >= self.classes.len() {
+            self.classes.resize_with(c + 1, ClassQueue::default);
+        }
+        let class = &mut self.classes[c];
+        if class.packets.len() as u64 >= self.flow_limit {
+            return false;
+        }
+        class.packets.push_back(q);
+        if !class.listed {
+            class.listed = true;
+            class.credit = class.credit.max(self.quantum);
+            self.new_flows.push_back(q.class);
+        }
+        true
+    }
+
+    fn dequeue(&mut self) -> Option<Queued> {
+        loop {
+            let (from_new, c) = match self.new_flows.front() {
+                Some(&c) => (true, c),
+                None => (false, *self.old_flows.front()?),
+            };
+            let list = if from_new {
+                &mut self.new_flows
+            } else {
+                &mut self.old_flows
+            };
+            let class = &mut self.classes[c as usize];
+            if class.credit <= 0 {
+                class.credit += self.quantum;
+                list.pop_front();
+                self.old_flows.push_back(c);
+                continue;
+            }
+            let Some(q) = class.packets.pop_front() else {
+                list.pop_front();
+                if from_new && !self.old_flows.is_empty() {
+                    // sch_fq: an emptied new flow passes through old_flows once, so new flows
+                    // cannot starve old ones.
+                    self.old_flows.push_back(c);
+                } else {
+                    class.listed = false;
+                }
+                continue;
+            };
+            class.credit -= i64::from(q.size);
+            return Some(q);
+        }
+    }
+}
+
+/// A link's queue: discipline, limit and occupancy.
+#[derive(Debug)]
+pub struct Queue {
+    limit: BufferLimit,
+    fifo: VecDeque<Queued>,
+    fq: Option<FairQueue>,
+    packets: u64,
+    bytes: u64,
+}
+
+impl Queue {
+    /// An empty queue.
+    pub fn new(config: QdiscConfig, limit: BufferLimit) -> Self {
+        let fq = match config {
+            QdiscConfig::Fifo => None,
+            QdiscConfig::Fq {
+                flow_limit,
+                quantum,
+            } => Some(FairQueue {
+                flow_limit,
+                quantum: quantum as i64,
+                ..FairQueue::default()
+            }),
+        };
+        Queue {
+            limit,
+            fifo: VecDeque::new(),
+            fq,
+            packets: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Adds a packet; false (tail drop) when the buffer or the class's limit is full.
+    pub fn enqueue(&mut self, q: Queued) -> bool {
+        let fits = match self.limit {
+            BufferLimit::Packets(n) => self.packets < n,
+            BufferLimit::Bytes(n) => self.bytes + u64::from(q.size) <= n,
+        };
+        if !fits {
+            return false;
+        }
+        let accepted = match &mut self.fq {
+            Some(fq) => fq.enqueue(q),
+            None => {
+                self.fifo.push_back(q);
+                true
+            }
+        };
+        if accepted {
+            self.packets += 1;
+            self.bytes += u64::from(q.size);
+        }
+        accepted
+    }
+
+    /// Removes the next packet to transmit.
+    pub fn dequeue(&mut self) -> Option<Queued> {
+        let q = match &mut self.fq {
+            Some(fq) => fq.dequeue(),
+            None => self.fifo.pop_front(),
+        }?;
+        self.packets -= 1;
+        self.bytes -= u64::from(q.size);
+        Some(q)
+    }
+
+    /// Packets waiting.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Bytes waiting.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The configured limit.
+    pub fn limit(&self) -> BufferLimit {
+        self.limit
+    }
+
+    /// Occupancy as a fraction of the limit, in the limit's unit.
+    pub fn fill(&self) -> f64 {
+        match self.limit {
+            BufferLimit::Packets(n) => self.packets as f64 / n as f64,
+            BufferLimit::Bytes(n) => self.bytes as f64 / n as f64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(i: u32, class: u32) -> Queued {
+        Queued {
+            packet: i,
+            size: 1500,
+            class,
+        }
+    }
+
+    #[test]
+    fn fifo_drops_at_the_limit() {
+        let mut q = Queue::new(QdiscConfig::Fifo, BufferLimit::Packets(2));
+        assert!(q.enqueue(pkt(0, 0)) && q.enqueue(pkt(1, 0)));
+        assert!(!q.enqueue(pkt(2, 0)));
+        assert_eq!(q.dequeue().unwrap().packet, 0);
+        let mut b = Queue::new(QdiscConfig::Fifo, BufferLimit::Bytes(3000));
+        assert!(b.enqueue(pkt(0, 0)) && b.enqueue(pkt(1, 0)) && !b.enqueue(pkt(2, 0)));
+    }
+
+    #[test]
+    fn fq_serves_classes_round_robin_and_limits_each() {
+        let fq = QdiscConfig::Fq {
+            flow_limit: 3,
+            quantum: 1500,
+        };
+        let mut q = Queue::new(fq, BufferLimit::Packets(100));
+        for i in 0..5 {
+            q.enqueue(pkt(i, 0));
+        }
+        assert_eq!(q.packets(), 3, "per-flow limit");
+        for i in 10..13 {
+            assert!(q.enqueue(pkt(i, 1)));
+        }
+        let order: Vec<u32> = std::iter::from_fn(|| q.dequeue().map(|p| p.class)).collect();
+        assert_eq!(order, vec![0, 1, 0, 1, 0, 1]);
+    }
+}

@@ -1,0 +1,159 @@
+//! The receiving side of the reliable transport: packet-number ranges for ACK frames (pruned
+//! below the sender's reported floor), in-order stream reassembly across retransmissions,
+//! immediate or delayed ACKs (every 2nd packet or max_ack_delay, at once on reordering,
+//! RFC 9000 §13.2.1), and receive timestamps.
+
+use crate::config::TransportConfig;
+use crate::events::{EventQueue, LazyTimer, Target};
+use crate::hist::Histogram;
+use crate::packet::{AckFrame, Body, Packet, Pool};
+use crate::rangeset::RangeSet;
+use kleinrock_cc::units::duration_nanos;
+
+/// Most ranges an ACK frame reports (quinn and other stacks cap theirs similarly).
+const MAX_ACK_RANGES: usize = 64;
+/// ACK after this many ack-eliciting packets when delaying (RFC 9000 §13.2.2).
+const ACK_EVERY: u32 = 2;
+
+/// The receiver of one reliable flow.
+#[derive(Debug)]
+pub struct Receiver {
+    flow: u32,
+    cfg: TransportConfig,
+    received: RangeSet,
+    stream: RangeSet,
+    largest: Option<u64>,
+    largest_received_ns: u64,
+    unacked: u32,
+    ack_due_ns: Option<u64>,
+    min_owd_ns: Option<u64>,
+    total: Option<u64>,
+    measuring: bool,
+    /// Stream bytes delivered in order.
+    pub delivered: u64,
+    /// Stream bytes received more than once.
+    pub duplicate: u64,
+    /// ACK packets sent.
+    pub acks_sent: u64,
+    /// When the last byte of a sized stream arrived, ns.
+    pub completion_ns: Option<u64>,
+    /// One-way queuing delay of each data packet inside the measurement window, ns.
+    pub queuing_delay: Histogram,
+    /// The delayed-ACK timer.
+    pub timer: LazyTimer,
+}
+
+impl Receiver {
+    /// A receiver for flow `flow` of a stream of `total` bytes (`None`: unbounded).
+    pub fn new(flow: u32, cfg: TransportConfig, total: Option<u64>) -> Self {
+        Receiver {
+            flow,
+            cfg,
+            received: RangeSet::new(),
+            stream: RangeSet::new(),
+            largest: None,
+            largest_received_ns: 0,
+            unacked: 0,
+            ack_due_ns: None,
+            min_owd_ns: None,
+            total,
+            measuring: false,
+            delivered: 0,
+            duplicate: 0,
+            acks_sent: 0,
+            completion_ns: None,
+            queuing_delay: Histogram::new(),
+            timer: LazyTimer::default(),
+        }
+    }
+
+    /// Statistics before this call are discarded from now on.
+    pub fn start_measuring(&mut self) {
+        self.measuring = true;
+    }
+
+    /// Handles a data packet arriving at `now`; ACKs go to `out`.
+    pub fn on_data(
+        &mut self,
+        now: u64,
+        packet: &Packet,
+        frames: &mut Pool<AckFrame>,
+        out: &mut Vec<Packet>,
+        events: &mut EventQueue,
+    ) {
+        let Body::Data {
+            offset,
+            len,
+            ack_floor,
+        } = packet.body
+        else {
+            return;
+        };
+        let pn = packet.number;
+        let in_order = self.largest.map_or(pn == 0, |l| pn == l + 1);
+        self.received.insert(pn, pn + 1);
+        if self.largest.is_none_or(|l| pn > l) {
+            self.largest = Some(pn);
+            self.largest_received_ns = now;
+        }
+        self.received.remove_below(ack_floor);
+        self.received.keep_highest(MAX_ACK_RANGES);
+        self.take_stream(now, offset, len);
+        self.note_queuing_delay(now - packet.sent_ns);
+        self.unacked += 1;
+        let gap_below = self.received.ranges().len() > 1;
+        if !self.cfg.delayed_ack || !in_order || gap_below || self.unacked >= ACK_EVERY {
+            self.send_ack(now, frames, out);
+        } else if self.ack_due_ns.is_none() {
+            let due = now + duration_nanos(self.cfg.max_ack_delay);
+            self.ack_due_ns = Some(due);
+            self.timer.arm(events, due, Target::Receiver(self.flow));
+        }
+    }
+
+    fn take_stream(&mut self, now: u64, offset: u64, len: u32) {
+        let end = offset + u64::from(len);
+        let new = self.stream.insert(offset, end);
+        self.duplicate += u64::from(len) - new;
+        self.delivered = self.stream.contiguous_end(0);
+        if self.completion_ns.is_none() && self.total.is_some_and(|t| self.delivered >= t) {
+            self.completion_ns = Some(now);
+        }
+    }
+
+    fn note_queuing_delay(&mut self, owd_ns: u64) {
+        let min = self.min_owd_ns.map_or(owd_ns, |m| m.min(owd_ns));
+        self.min_owd_ns = Some(min);
+        if self.measuring {
+            self.queuing_delay.record(owd_ns - min);
+        }
+    }
+
+    /// Handles the delayed-ACK timer at `now`.
+    pub fn on_timer(&mut self, now: u64, frames: &mut Pool<AckFrame>, out: &mut Vec<Packet>) {
+        if self.timer.fire(now) && self.ack_due_ns.is_some_and(|d| d <= now) {
+            self.send_ack(now, frames, out);
+        }
+    }
+
+    fn send_ack(&mut self, now: u64, frames: &mut Pool<AckFrame>, out: &mut Vec<Packet>) {
+        let slot = frames.take_slot();
+        let frame = frames.get_mut(slot);
+        frame.ranges.clear();
+        frame.ranges.extend_from_slice(self.received.ranges());
+        frame.largest_received_ns = self.largest_received_ns;
+        frame.ack_delay_ns = now - self.largest_received_ns;
+        self.unacked = 0;
+        self.ack_due_ns = None;
+        self.acks_sent += 1;
+        out.push(Packet {
+            flow: self.flow,
+            size: self.cfg.ack_size,
+            hop: 0,
+            reverse: true,
+            number: 0,
+            sent_ns: now,
+            body: Body::Ack { frame: slot },
+        });
+    }
+}

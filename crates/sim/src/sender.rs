@@ -1,0 +1,598 @@
+//! The sending side of the reliable, QUIC-like transport: packet numbers never reused
+//! (retransmitted data goes in new packets), ACK-range processing, RFC 9002 loss detection
+//! (packet threshold 3, time threshold 9/8 RTT), PTO with exponential backoff, persistent
+//! congestion, pacing, delivery-rate samples and one-way-delay samples for the controller.
+//!
+//! ACK processing visits only packets above the previous largest acknowledged and the few
+//! outstanding packets below it ("holes"), so its cost does not grow with the window.
+
+use crate::app::Application;
+use crate::config::TransportConfig;
+use crate::events::{EventQueue, LazyTimer, Target};
+use crate::hist::Histogram;
+use crate::packet::{AckFrame, Body, Packet};
+use crate::stats::FlowCounters;
+use kleinrock_cc::delivery_rate::DeliveryRateSampler;
+use kleinrock_cc::rtt::{RttEstimator, GRANULARITY};
+use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::{
+    AckEvent, CongestionEvent, CongestionKind, Controller, DeliverySnapshot, Instant,
+    OneWayDelaySample, Rate, SentPacket,
+};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// RFC 9002 §6.1.1: kPacketThreshold.
+const PACKET_THRESHOLD: u64 = 3;
+/// RFC 9002 §7.6.1: kPersistentCongestionThreshold.
+const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
+/// Probe packets sent when a PTO fires (RFC 9002 §6.2.4 allows up to two).
+const PTO_PROBES: u32 = 2;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Outstanding,
+    Acked,
+    Lost,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    sent_ns: u64,
+    offset: u64,
+    len: u32,
+    size: u32,
+    outcome: Outcome,
+    snapshot: DeliverySnapshot,
+}
+
+/// Measurements the sender keeps.
+#[derive(Debug, Default)]
+pub struct SenderStats {
+    /// Counters (sender's part).
+    pub counters: FlowCounters,
+    /// RTT samples taken inside the measurement window, ns.
+    pub rtt: Histogram,
+    /// Times of congestion events inside the window, ns.
+    pub loss_event_times: Vec<u64>,
+    /// Largest RTT sample over the run, ns.
+    pub max_rtt_ns: u64,
+}
+
+/// The sender of one reliable flow.
+pub struct Sender {
+    flow: u32,
+    cc: Box<dyn Controller>,
+    cfg: TransportConfig,
+    rtt: RttEstimator,
+    rate: DeliveryRateSampler,
+    app: Application,
+    records: VecDeque<Record>,
+    base_pn: u64,
+    next_pn: u64,
+    largest_acked: Option<u64>,
+    holes: Vec<u64>,
+    in_flight: u64,
+    next_offset: u64,
+    retransmit: VecDeque<(u64, u32)>,
+    next_send_ns: u64,
+    loss_time_ns: Option<u64>,
+    pto_count: u32,
+    probes_due: u32,
+    last_sent_ns: u64,
+    first_rtt_sample_ns: Option<u64>,
+    recovery_start_ns: Option<u64>,
+    started: bool,
+    finished_ns: Option<u64>,
+    measuring: bool,
+    scratch_acked: Vec<u64>,
+    scratch_lost: Vec<u64>,
+    /// The sender's timer (pacing, loss detection, PTO, application data).
+    pub timer: LazyTimer,
+    /// Measurements.
+    pub stats: SenderStats,
+}
+
+impl Sender {
+    /// A sender for flow `flow` driven by `cc`.
+    pub fn new(flow: u32, cc: Box<dyn Controller>, cfg: TransportConfig, app: Application) -> Self {
+        Sender {
+            flow,
+            cc,
+            cfg,
+            rtt: RttEstimator::new(),
+            rate: DeliveryRateSampler::new(),
+            app,
+            records: VecDeque::new(),
+            base_pn: 0,
+            next_pn: 0,
+            largest_acked: None,
+            holes: Vec::new(),
+            in_flight: 0,
+            next_offset: 0,
+            retransmit: VecDeque::new(),
+            next_send_ns: 0,
+            loss_time_ns: None,
+            pto_count: 0,
+            probes_due: 0,
+            last_sent_ns: 0,
+            first_rtt_sample_ns: None,
+            recovery_start_ns: None,
+            started: false,
+            finished_ns: None,
+            measuring: false,
+            scratch_acked: Vec::new(),
+            scratch_lost: Vec::new(),
+            timer: LazyTimer::default(),
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// The flow starts at `now`.
+    pub fn start(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
+        self.started = true;
+        self.app.start(now);
+        self.send_ready(now, out);
+        self.arm(now, events);
+    }
+
+    /// The application stops offering new data at `now`.
+    pub fn stop(&mut self, now: u64, events: &mut EventQueue) {
+        self.app.stop(self.next_offset);
+        self.check_finished(now);
+        self.arm(now, events);
+    }
+
+    /// Statistics before this call are discarded from now on.
+    pub fn start_measuring(&mut self) {
+        self.measuring = true;
+    }
+
+    /// When every byte was acknowledged (sized or stopped flows).
+    pub fn finished_ns(&self) -> Option<u64> {
+        self.finished_ns
+    }
+
+    /// The controller, for traces.
+    pub fn controller(&self) -> &dyn Controller {
+        self.cc.as_ref()
+    }
+
+    /// Bytes in flight.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    /// RTT estimates.
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// The rate the sender paces at now, if it paces.
+    pub fn pacing_rate(&self) -> Option<Rate> {
+        if !self.cfg.pacing {
+            return None;
+        }
+        self.cc.pacing_rate().or_else(|| {
+            let srtt = self.rtt.smoothed()?;
+            let ratio = if self.cc.in_slow_start() {
+                self.cfg.pacing_ratio_slow_start
+            } else {
+                self.cfg.pacing_ratio
+            };
+            Some(Rate::from_bytes_over(self.cc.cwnd(), srtt).scaled(ratio))
+        })
+    }
+
+    /// Handles the sender timer at `now`.
+    pub fn on_timer(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
+        if !self.timer.fire(now) {
+            return;
+        }
+        if self.loss_time_ns.is_some_and(|t| t <= now) {
+            self.detect_lost(now);
+        } else if self.pto_deadline().is_some_and(|t| t <= now) {
+            self.pto_count += 1;
+            self.stats.counters.ptos += 1;
+            self.probes_due = PTO_PROBES;
+        }
+        self.send_ready(now, out);
+        self.arm(now, events);
+    }
+
+    /// Handles an ACK frame arriving at `now`.
+    pub fn on_ack(
+        &mut self,
+        now: u64,
+        frame: &AckFrame,
+        out: &mut Vec<Packet>,
+        events: &mut EventQueue,
+    ) {
+        let Some(largest) = frame.largest() else {
+            return;
+        };
+        let prior_in_flight = self.in_flight;
+        self.collect_acked(largest, frame);
+        if self.scratch_acked.is_empty() {
+            return;
+        }
+        let largest_newly_acked = self.scratch_acked.contains(&largest);
+        if largest_newly_acked {
+            self.take_rtt_sample(now, largest, frame);
+        }
+        let newest = self.mark_acked(now);
+        self.detect_lost(now);
+        let rate_sample = self.rate.generate_sample(self.rtt.min());
+        let one_way_delay = (self.cfg.receive_timestamps && largest_newly_acked).then(|| {
+            OneWayDelaySample {
+                packet_number: largest,
+                sent_time: Instant::from_nanos(self.record(largest).sent_ns),
+                receive_time: Instant::from_nanos(frame.largest_received_ns),
+            }
+        });
+        let acked = self.scratch_acked.len() as u64;
+        let acked_bytes: u64 = self
+            .scratch_acked
+            .iter()
+            .map(|&pn| u64::from(self.record(pn).size))
+            .sum();
+        let event = AckEvent {
+            acked_bytes,
+            acked_packets: acked,
+            largest_acked_sent_time: Instant::from_nanos(newest.sent_ns),
+            rtt_sample: largest_newly_acked.then(|| self.rtt.latest()).flatten(),
+            min_rtt: self.rtt.min(),
+            smoothed_rtt: self.rtt.smoothed(),
+            rate: rate_sample,
+            delivered: self.rate.delivered(),
+            prior_in_flight,
+            in_flight: self.in_flight,
+            app_limited: rate_sample.map_or(newest.snapshot.is_app_limited, |r| r.is_app_limited),
+            one_way_delay,
+        };
+        self.cc.on_ack(Instant::from_nanos(now), &event);
+        self.pto_count = 0;
+        self.pop_done_records();
+        self.check_finished(now);
+        self.send_ready(now, out);
+        self.arm(now, events);
+    }
+
+    fn record(&self, pn: u64) -> &Record {
+        &self.records[(pn - self.base_pn) as usize]
+    }
+
+    fn record_mut(&mut self, pn: u64) -> &mut Record {
+        &mut self.records[(pn - self.base_pn) as usize]
+    }
+
+    /// Fills `scratch_acked` with the outstanding packets `frame` acknowledges, and records
+    /// newly skipped packets as holes.
+    fn collect_acked(&mut self, largest: u64, frame: &AckFrame) {
+        self.scratch_acked.clear();
+        let largest = largest.min(self.next_pn.saturating_sub(1));
+        let from = self.largest_acked.map_or(0, |l| l + 1).max(self.base_pn);
+        if self.largest_acked.is_none_or(|l| largest > l) {
+            for pn in from..=largest {
+                if self.record(pn).outcome != Outcome::Outstanding {
+                    continue;
+                }
+                if frame.contains(pn) {
+                    self.scratch_acked.push(pn);
+                } else {
+                    self.holes.push(pn);
+                }
+            }
+            self.largest_acked = Some(largest);
+        }
+        let acked = &mut self.scratch_acked;
+        self.holes.retain(|&pn| {
+            let hit = pn < from && frame.contains(pn);
+            if hit {
+                acked.push(pn);
+            }
+            !hit
+        });
+    }
+
+    fn take_rtt_sample(&mut self, now: u64, largest: u64, frame: &AckFrame) {
+        let latest = Duration::from_nanos(now - self.record(largest).sent_ns);
+        // RFC 9002 §5.3: the peer's ACK delay, limited to max_ack_delay.
+        let ack_delay = Duration::from_nanos(frame.ack_delay_ns).min(self.cfg.max_ack_delay);
+        self.rtt.on_sample(latest, ack_delay);
+        self.first_rtt_sample_ns.get_or_insert(now);
+        let ns = duration_nanos(latest);
+        self.stats.max_rtt_ns = self.stats.max_rtt_ns.max(ns);
+        if self.measuring {
+            self.stats.rtt.record(ns);
+        }
+    }
+
+    /// Marks the collected packets acknowledged; returns the newest of them.
+    fn mark_acked(&mut self, now: u64) -> Record {
+        let mut newest: Option<Record> = None;
+        let acked = std::mem::take(&mut self.scratch_acked);
+        for &pn in &acked {
+            let rec = self.record_mut(pn);
+            rec.outcome = Outcome::Acked;
+            let rec = *rec;
+            self.in_flight -= u64::from(rec.size);
+            self.stats.counters.bytes_acked += u64::from(rec.len);
+            self.rate.on_packet_acked(
+                Instant::from_nanos(now),
+                u64::from(rec.size),
+                Instant::from_nanos(rec.sent_ns),
+                &rec.snapshot,
+            );
+            if newest.is_none_or(|n| rec.sent_ns >= n.sent_ns) {
+                newest = Some(rec);
+            }
+        }
+        self.scratch_acked = acked;
+        newest.unwrap_or(self.records[0])
+    }
+
+    /// RFC 9002 §6.1: declares lost the holes past the packet or time threshold and reports
+    /// them to the controller.
+    fn detect_lost(&mut self, now: u64) {
+        self.loss_time_ns = None;
+        let Some(largest) = self.largest_acked else {
+            return;
+        };
+        let loss_delay = duration_nanos(self.rtt.loss_delay());
+        let mut loss_time: Option<u64> = None;
+        let lost = &mut self.scratch_lost;
+        lost.clear();
+        let (records, base) = (&self.records, self.base_pn);
+        self.holes.retain(|&pn| {
+            let sent = records[(pn - base) as usize].sent_ns;
+            // RFC 9002 §6.1.1 (packet threshold) and §6.1.2 (time threshold).
+            if largest >= pn + PACKET_THRESHOLD || sent + loss_delay <= now {
+                lost.push(pn);
+                false
+            } else {
+                loss_time = Some(loss_time.map_or(sent + loss_delay, |t| t.min(sent + loss_delay)));
+                true
+            }
+        });
+        self.loss_time_ns = loss_time;
+        if !self.scratch_lost.is_empty() {
+            self.on_lost(now);
+        }
+    }
+
+    fn on_lost(&mut self, now: u64) {
+        let prior_in_flight = self.in_flight;
+        let lost = std::mem::take(&mut self.scratch_lost);
+        let (mut bytes, mut newest_sent) = (0, 0);
+        for &pn in &lost {
+            let rec = self.record_mut(pn);
+            rec.outcome = Outcome::Lost;
+            let rec = *rec;
+            self.in_flight -= u64::from(rec.size);
+            bytes += u64::from(rec.size);
+            newest_sent = newest_sent.max(rec.sent_ns);
+            self.rate.on_packet_lost(u64::from(rec.size));
+            self.retransmit.push_back((rec.offset, rec.len));
+        }
+        self.stats.counters.packets_lost += lost.len() as u64;
+        self.count_loss_event(now, newest_sent);
+        let persistent = self.is_persistent_congestion(&lost);
+        if persistent {
+            self.stats.counters.persistent_congestion += 1;
+        }
+        let event = CongestionEvent {
+            kind: if persistent {
+                CongestionKind::PersistentCongestion
+            } else {
+                CongestionKind::Loss
+            },
+            lost_bytes: bytes,
+            lost_packets: lost.len() as u64,
+            largest_sent_time: Instant::from_nanos(newest_sent),
+            prior_in_flight,
+            in_flight: self.in_flight,
+        };
+        self.scratch_lost = lost;
+        self.cc.on_congestion(Instant::from_nanos(now), &event);
+    }
+
+    /// A congestion event for the metrics: losses of a packet sent after the previous event
+    /// began (one per RFC 9002 recovery period, whatever the controller does with it).
+    fn count_loss_event(&mut self, now: u64, newest_lost_sent_ns: u64) {
+        if self.recovery_start_ns.is_some_and(|s| newest_lost_sent_ns <= s) {
+            return;
+        }
+        self.recovery_start_ns = Some(now);
+        if self.measuring {
+            self.stats.counters.loss_events += 1;
+            self.stats.loss_event_times.push(now);
+        }
+    }
+
+    /// RFC 9002 §7.6.2: lost packets, all sent after the first RTT sample, spanning more than
+    /// the persistent-congestion duration with none acknowledged in between.
+    fn is_persistent_congestion(&self, lost: &[u64]) -> bool {
+        let (Some(first_sample), Some(srtt)) = (self.first_rtt_sample_ns, self.rtt.smoothed())
+        else {
+            return false;
+        };
+        let duration = (srtt + (self.rtt.var() * 4).max(GRANULARITY) + self.cfg.max_ack_delay)
+            * PERSISTENT_CONGESTION_THRESHOLD;
+        let duration = duration_nanos(duration);
+        let mut run_start: Option<u64> = None;
+        for (i, &pn) in lost.iter().enumerate() {
+            let sent = self.record(pn).sent_ns;
+            if sent <= first_sample {
+                run_start = None;
+                continue;
+            }
+            if i == 0 || lost[i - 1] + 1 != pn || run_start.is_none() {
+                run_start = Some(sent);
+            }
+            if run_start.is_some_and(|s| sent - s > duration) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn pop_done_records(&mut self) {
+        while self
+            .records
+            .front()
+            .is_some_and(|r| r.outcome != Outcome::Outstanding)
+        {
+            self.records.pop_front();
+            self.base_pn += 1;
+        }
+    }
+
+    fn check_finished(&mut self, now: u64) {
+        if self.finished_ns.is_none()
+            && self.app.exhausted(self.next_offset)
+            && self.retransmit.is_empty()
+            && self.in_flight == 0
+        {
+            self.finished_ns = Some(now);
+            self.loss_time_ns = None;
+        }
+    }
+
+    fn pto_deadline(&self) -> Option<u64> {
+        if self.in_flight == 0 {
+            return None;
+        }
+        let base = duration_nanos(self.rtt.pto_base(self.cfg.max_ack_delay));
+        Some(self.last_sent_ns + (base << self.pto_count.min(20)))
+    }
+
+    /// The next chunk to send: retransmissions first, then new application data.
+    fn next_chunk(&mut self, now: u64) -> Option<(u64, u32, bool)> {
+        if let Some((offset, len)) = self.retransmit.pop_front() {
+            return Some((offset, len, true));
+        }
+        let len = self.app.available(now, self.next_offset, self.cfg.payload());
+        (len > 0).then(|| {
+            let offset = self.next_offset;
+            self.next_offset += u64::from(len);
+            (offset, len, false)
+        })
+    }
+
+    /// A probe's chunk: new or lost data if there is any, else the oldest outstanding data.
+    fn probe_chunk(&mut self, now: u64) -> Option<(u64, u32, bool)> {
+        self.next_chunk(now).or_else(|| {
+            self.records
+                .iter()
+                .find(|r| r.outcome == Outcome::Outstanding)
+                .map(|r| (r.offset, r.len, true))
+        })
+    }
+
+    /// Sends whatever cwnd, pacing and the application allow at `now`.
+    fn send_ready(&mut self, now: u64, out: &mut Vec<Packet>) {
+        if !self.started || self.finished_ns.is_some() {
+            return;
+        }
+        while self.probes_due > 0 {
+            self.probes_due -= 1;
+            if let Some(chunk) = self.probe_chunk(now) {
+                self.send_chunk(now, chunk, out);
+            }
+        }
+        loop {
+            let room = self.in_flight + u64::from(self.cfg.packet_size) <= self.cc.cwnd();
+            if !room {
+                return;
+            }
+            if self.cfg.pacing && now < self.next_send_ns {
+                return;
+            }
+            let Some(chunk) = self.next_chunk(now) else {
+                self.rate.on_app_limited(self.in_flight);
+                self.cc.on_app_limited(Instant::from_nanos(now));
+                return;
+            };
+            self.send_chunk(now, chunk, out);
+        }
+    }
+
+    fn send_chunk(&mut self, now: u64, (offset, len, retx): (u64, u32, bool), out: &mut Vec<Packet>) {
+        let size = len + self.cfg.header_size;
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        let snapshot =
+            self.rate
+                .on_packet_sent(Instant::from_nanos(now), self.in_flight, u64::from(size));
+        self.in_flight += u64::from(size);
+        self.records.push_back(Record {
+            sent_ns: now,
+            offset,
+            len,
+            size,
+            outcome: Outcome::Outstanding,
+            snapshot,
+        });
+        self.cc.on_sent(
+            Instant::from_nanos(now),
+            &SentPacket {
+                packet_number: pn,
+                bytes: u64::from(size),
+                is_retransmission: retx,
+                in_flight: self.in_flight,
+                snapshot,
+            },
+        );
+        self.last_sent_ns = now;
+        let c = &mut self.stats.counters;
+        c.packets_sent += 1;
+        c.bytes_sent += u64::from(len);
+        if retx {
+            c.bytes_retransmitted += u64::from(len);
+        }
+        if let Some(rate) = self.pacing_rate() {
+            let gap = rate.time_for(u64::from(size)).map_or(0, duration_nanos);
+            self.next_send_ns = self.next_send_ns.max(now) + gap;
+        }
+        let ack_floor = self.records.front().map_or(pn, |_| self.base_pn);
+        out.push(Packet {
+            flow: self.flow,
+            size,
+            hop: 0,
+            reverse: false,
+            number: pn,
+            sent_ns: now,
+            body: Body::Data {
+                offset,
+                len,
+                ack_floor,
+            },
+        });
+    }
+
+    /// Arms the timer for the earliest of: loss time, PTO, pacing release, application data.
+    fn arm(&mut self, now: u64, events: &mut EventQueue) {
+        if !self.started || self.finished_ns.is_some() {
+            return;
+        }
+        let mut deadline = self.loss_time_ns.or_else(|| self.pto_deadline());
+        let room = self.in_flight + u64::from(self.cfg.packet_size) <= self.cc.cwnd();
+        if room {
+            let has_data = !self.retransmit.is_empty()
+                || self.app.available(now, self.next_offset, self.cfg.payload()) > 0;
+            let wake = if has_data {
+                (self.cfg.pacing && self.next_send_ns > now).then_some(self.next_send_ns)
+            } else {
+                self.app.next_data_ns(self.next_offset, self.cfg.payload())
+            };
+            if let Some(w) = wake {
+                deadline = Some(deadline.map_or(w, |d| d.min(w)));
+            }
+        }
+        if let Some(d) = deadline {
+            self.timer
+                .arm(events, d.max(now), Target::Sender(self.flow));
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Raw measurements a run produces: counters per flow and per link, taken over the measurement
+//! window, and RTT / one-way-delay histograms. The lab crate turns them into metrics.
+
+use crate::hist::Histogram;
+
+/// Counters of one flow. Byte counts are stream payload bytes unless named otherwise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowCounters {
+    /// Packets sent, retransmissions included.
+    pub packets_sent: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Payload bytes sent again after a loss or a probe timeout.
+    pub bytes_retransmitted: u64,
+    /// Packets the sender declared lost (datagram flows: packets not received).
+    pub packets_lost: u64,
+    /// Payload bytes delivered to the receiving application in order, each byte once.
+    pub bytes_delivered: u64,
+    /// Payload bytes the receiver got more than once.
+    pub bytes_duplicate: u64,
+    /// Payload bytes acknowledged to the sender.
+    pub bytes_acked: u64,
+    /// Congestion events: loss passes whose newest lost packet was sent after the previous
+    /// event (one per RFC 9002 recovery episode).
+    pub loss_events: u64,
+    /// Probe timeouts.
+    pub ptos: u64,
+    /// Persistent-congestion declarations.
+    pub persistent_congestion: u64,
+    /// ACK packets sent by the receiver.
+    pub acks_sent: u64,
+}
+
+impl FlowCounters {
+    /// Counter-wise `self - earlier`.
+    pub fn since(&self, earlier: &FlowCounters) -> FlowCounters {
+        FlowCounters {
+            packets_sent: self.packets_sent - earlier.packets_sent,
+            bytes_sent: self.bytes_sent - earlier.bytes_sent,
+            bytes_retransmitted: self.bytes_retransmitted - earlier.bytes_retransmitted,
+            packets_lost: self.packets_lost - earlier.packets_lost,
+            bytes_delivered: self.bytes_delivered - earlier.bytes_delivered,
+            bytes_duplicate: self.bytes_duplicate - earlier.bytes_duplicate,
+            bytes_acked: self.bytes_acked - earlier.bytes_acked,
+            loss_events: self.loss_events - earlier.loss_events,
+            ptos: self.ptos - earlier.ptos,
+            persistent_congestion: self.persistent_congestion - earlier.persistent_congestion,
+            acks_sent: self.acks_sent - earlier.acks_sent,
+        }
+    }
+}
+
+/// Everything measured for one flow over the measurement window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowStats {
+    /// Flow name.
+    pub name: String,
+    /// Counters over the window.
+    pub counters: FlowCounters,
+    /// Time the flow was active inside the window, ns (from max(start, warm-up) to the earlier
+    /// of its completion, its stop and the end of the run).
+    pub active_ns: u64,
+    /// Time the last byte of a sized transfer reached the receiver, ns, if it did.
+    pub completion_ns: Option<u64>,
+    /// Total bytes of a sized transfer.
+    pub size_bytes: Option<u64>,
+    /// RTT samples, ns.
+    pub rtt: Histogram,
+    /// One-way queuing delay of each received data packet: its one-way delay minus the
+    /// smallest one-way delay of the flow so far, ns.
+    pub queuing_delay: Histogram,
+    /// Times of congestion events, ns, for loss-event distances.
+    pub loss_event_times: Vec<u64>,
+    /// Largest RTT sample over the whole run, ns.
+    pub max_rtt_ns: u64,
+}
+
+/// Counters of one link.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LinkCounters {
+    /// Bytes that finished transmission.
+    pub bytes_transmitted: u64,
+    /// Packets that finished transmission.
+    pub packets_transmitted: u64,
+    /// Packets dropped because the buffer (or the class's limit) was full.
+    pub packets_dropped: u64,
+    /// Packets lost to the random loss model.
+    pub packets_lost_random: u64,
+    /// Integral of the queue's fill fraction over time, fraction x ns.
+    pub fill_integral: f64,
+    /// Capacity of the link integrated over time, bytes (the denominator of utilisation).
+    pub capacity_bytes: f64,
+}
+
+impl LinkCounters {
+    /// Counter-wise `self - earlier`.
+    pub fn since(&self, earlier: &LinkCounters) -> LinkCounters {
+        LinkCounters {
+            bytes_transmitted: self.bytes_transmitted - earlier.bytes_transmitted,
+            packets_transmitted: self.packets_transmitted - earlier.packets_transmitted,
+            packets_dropped: self.packets_dropped - earlier.packets_dropped,
+            packets_lost_random: self.packets_lost_random - earlier.packets_lost_random,
+            fill_integral: self.fill_integral - earlier.fill_integral,
+            capacity_bytes: self.capacity_bytes - earlier.capacity_bytes,
+        }
+    }
+}
+
+/// Everything measured for one link over the measurement window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkStats {
+    /// Link name.
+    pub name: String,
+    /// Counters over the window.
+    pub counters: LinkCounters,
+    /// Length of the window, ns.
+    pub window_ns: u64,
+    /// Most packets ever waiting in the queue.
+    pub max_queue_packets: u64,
+    /// Most bytes ever waiting in the queue.
+    pub max_queue_bytes: u64,
+    /// Fewest packets waiting at any time in the window after the first packet arrived.
+    pub min_queue_packets: u64,
+}
+
+/// The result of a run.
+#[derive(Clone, Debug, Default)]
+pub struct SimResult {
+    /// Simulated time at the end, ns.
+    pub end_ns: u64,
+    /// Start of the measurement window, ns.
+    pub warmup_ns: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Per flow, in configuration order.
+    pub flows: Vec<FlowStats>,
+    /// Per link, in configuration order.
+    pub links: Vec<LinkStats>,
+    /// Sampled traces, if asked for.
+    pub trace: Option<crate::trace::Trace>,
+}
