@@ -125,6 +125,8 @@ impl Simulator {
             link.schedule_rate_steps(&mut events);
         }
         let warmup_ns = duration_nanos(config.warmup);
+        // Queued before any flow starts, so a window opening at time zero sees everything.
+        events.push(warmup_ns, Target::Warmup);
         let flows: Vec<Flow> = config
             .flows
             .into_iter()
@@ -167,7 +169,6 @@ impl Simulator {
                 }
             })
             .collect();
-        events.push(warmup_ns, Target::Warmup);
         let trace_interval_ns = config.trace_interval.map(duration_nanos).filter(|&t| t > 0);
         let trace = trace_interval_ns.map(|_| {
             events.push(0, Target::Trace);

@@ -1,0 +1,112 @@
+//! The `kleinrock` command as a user meets it: bad input is refused with the field named and
+//! nothing written; good input runs and writes its files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const GOOD: &str = r#"
+duration = "2s"
+trace_interval = "100ms"
+[[links]]
+name = "bottleneck"
+rate = "10Mbps"
+delay = "25ms"
+buffer = "1bdp"
+[[links]]
+name = "return"
+rate = "10Mbps"
+delay = "25ms"
+buffer = "100pkt"
+[[flows]]
+name = "bulk"
+cc = "newreno"
+path = ["bottleneck"]
+reverse_path = ["return"]
+"#;
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kleinrock-cli-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn kleinrock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kleinrock"))
+        .args(args)
+        .output()
+        .expect("kleinrock runs")
+}
+
+fn run_bad(dir: &Path, name: &str, text: &str) -> (Output, PathBuf) {
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join(format!("{name}-out"));
+    let o = kleinrock(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    (o, out)
+}
+
+#[test]
+fn bad_input_names_the_field_and_writes_nothing() {
+    let dir = scratch("bad");
+    let cases = [
+        ("unknown-cc", GOOD.replace("\"newreno\"", "\"renoo\""), "flows[0].cc"),
+        ("unknown-field", GOOD.replace("duration = \"2s\"", "duration = \"2s\"\ncolour = 1"), "colour"),
+        ("negative-rate", GOOD.replacen("\"10Mbps\"", "\"-10Mbps\"", 1), "links[0].rate"),
+        ("zero-buffer", GOOD.replace("\"1bdp\"", "\"0pkt\""), "links[0].buffer"),
+        ("unknown-param", GOOD.replace("cc = \"newreno\"", "cc = \"newreno\"\nparams = { gamma = 2 }"), "flows[0].params.gamma"),
+        ("unknown-link", GOOD.replace("path = [\"bottleneck\"]", "path = [\"bottlenek\"]"), "flows[0].path"),
+    ];
+    for (name, text, field) in cases {
+        let (o, out) = run_bad(&dir, name, &text);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{name}: exit status {:?}", o.status);
+        assert!(err.contains(field), "{name}: error does not name `{field}`: {err}");
+        assert!(err.contains(&format!("{name}.toml")), "{name}: error does not name the file: {err}");
+        assert!(!out.exists(), "{name}: output directory was created");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn run_writes_summary_and_traces() {
+    let dir = scratch("good");
+    let file = dir.join("good.toml");
+    std::fs::write(&file, GOOD).unwrap();
+    let out = dir.join("out");
+    let o = kleinrock(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("Gput Mbps") && table.contains("bulk"));
+    for f in ["summary.json", "flows/bulk.csv", "links/bottleneck.csv", "rtt_cdf/bulk.csv"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let trace = std::fs::read_to_string(out.join("flows/bulk.csv")).unwrap();
+    assert!(trace.starts_with("time_s,mode,cwnd_bytes"));
+    assert_eq!(trace.lines().count(), 22, "header + samples at 0, 0.1, ..., 2.0 s");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sweep_file_is_refused_by_run_and_accepted_by_sweep() {
+    let dir = scratch("sweep");
+    let file = dir.join("s.toml");
+    std::fs::write(&file, format!("{GOOD}\n[sweep]\n\"flows.0.cc\" = [\"newreno\", \"cubic\"]\n")).unwrap();
+    let o = kleinrock(&["run", file.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("kleinrock sweep"));
+    let o = kleinrock(&["sweep", file.to_str().unwrap(), "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().map(Vec::len), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn list_shows_every_controller_with_parameters() {
+    let o = kleinrock(&["list"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for name in ["newreno", "cubic", "beta", "hystart"] {
+        assert!(text.contains(name), "`{name}` missing from list:\n{text}");
+    }
+}

@@ -1,0 +1,169 @@
+//! Transport behaviour seen through a controller that records what it is told.
+
+use kleinrock_cc::{
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerState, Instant, Rate,
+};
+use kleinrock_sim::*;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Default)]
+struct Log {
+    owd_ns: Vec<i128>,
+    acks: u64,
+    congestion: Vec<CongestionKind>,
+}
+
+/// A fixed window that logs its inputs.
+struct Recorder {
+    cwnd: u64,
+    log: Arc<Mutex<Log>>,
+}
+
+impl Controller for Recorder {
+    fn on_ack(&mut self, _now: Instant, ack: &AckEvent) {
+        let mut log = self.log.lock().unwrap();
+        log.acks += 1;
+        if let Some(s) = ack.one_way_delay {
+            log.owd_ns
+                .push(s.receive_time.as_nanos() as i128 - s.sent_time.as_nanos() as i128);
+        }
+    }
+    fn on_congestion(&mut self, _now: Instant, e: &CongestionEvent) {
+        self.log.lock().unwrap().congestion.push(e.kind);
+    }
+    fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+    fn state(&self) -> ControllerState {
+        ControllerState::default()
+    }
+}
+
+fn link(name: &str, delay_ms: u64, buffer: u64) -> LinkConfig {
+    LinkConfig {
+        name: name.into(),
+        rate: Rate::from_bits_per_sec(10e6),
+        schedule: vec![],
+        delay: Duration::from_millis(delay_ms),
+        jitter: Duration::ZERO,
+        loss: LossConfig::None,
+        qdisc: QdiscConfig::Fifo,
+        buffer: BufferLimit::Packets(buffer),
+    }
+}
+
+fn run(
+    cwnd_packets: u64,
+    forward: LinkConfig,
+    transport: TransportConfig,
+    app: AppConfig,
+) -> (SimResult, Arc<Mutex<Log>>) {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let controller = Box::new(Recorder {
+        cwnd: cwnd_packets * 1500,
+        log: log.clone(),
+    });
+    let result = Simulator::new(SimConfig {
+        duration: Duration::from_secs(60),
+        seed: 3,
+        warmup: Duration::ZERO,
+        trace_interval: None,
+        links: vec![forward, link("return", 25, 1000)],
+        flows: vec![FlowConfig {
+            name: "f".into(),
+            kind: FlowKind::Reliable {
+                controller,
+                transport,
+            },
+            forward: vec![0],
+            reverse: vec![1],
+            app,
+            start: Duration::ZERO,
+            stop: None,
+        }],
+    })
+    .run();
+    (result, log)
+}
+
+const BULK: AppConfig = AppConfig::Bulk { bytes: None };
+
+#[test]
+fn one_way_delay_samples_measure_the_path() {
+    // A window of BDP + 20 packets on 10 Mbps / 50 ms keeps a standing queue of about 20
+    // packets (24 ms): one-way delays lie between 25 ms + one serialisation and that plus the
+    // buffer's drain time.
+    let (_, log) = run(62, link("fwd", 25, 100), TransportConfig::default(), BULK);
+    let log = log.lock().unwrap();
+    assert!(log.owd_ns.len() as u64 > log.acks / 2, "samples on most ACKs");
+    let ser = 1_200_000;
+    let lo = 25_000_000 + ser;
+    let hi = lo + 101 * ser;
+    assert!(log.owd_ns.iter().all(|&d| d >= lo && d <= hi));
+    let steady = log.owd_ns[log.owd_ns.len() - 1] - lo;
+    assert!((steady - 20 * ser).abs() <= 2 * ser, "standing queue delay {steady} ns");
+}
+
+#[test]
+fn no_timestamps_no_samples() {
+    let t = TransportConfig {
+        receive_timestamps: false,
+        ..TransportConfig::default()
+    };
+    let (_, log) = run(20, link("fwd", 25, 100), t, BULK);
+    assert!(log.lock().unwrap().owd_ns.is_empty());
+}
+
+#[test]
+fn jitter_never_reorders() {
+    // Window below the BDP (no queue, no drops) and 5 ms jitter: with order kept, nothing is
+    // ever declared lost.
+    let mut fwd = link("fwd", 25, 100);
+    fwd.jitter = Duration::from_millis(5);
+    let (result, log) = run(30, fwd, TransportConfig::default(), BULK);
+    assert_eq!(result.flows[0].counters.packets_lost, 0);
+    assert!(log.lock().unwrap().congestion.is_empty());
+    assert!(result.flows[0].counters.bytes_delivered > 10_000_000);
+}
+
+#[test]
+fn delayed_acks_halve_the_ack_count() {
+    // RFC 9000 §13.2.2: an ACK at least every second ack-eliciting packet.
+    let t = TransportConfig {
+        delayed_ack: true,
+        ..TransportConfig::default()
+    };
+    let (result, _) = run(30, link("fwd", 25, 100), t, BULK);
+    let c = &result.flows[0].counters;
+    let ratio = c.acks_sent as f64 / c.packets_sent as f64;
+    assert!((0.49..0.52).contains(&ratio), "ACKs per packet {ratio}");
+}
+
+#[test]
+fn blackouts_trigger_pto_and_persistent_congestion_and_the_transfer_completes() {
+    // Gilbert-Elliott with 100 % loss in the bad state and bad periods of 4 packets on
+    // average, with a 4-packet window. The state advances per arriving packet, so once the
+    // window is lost only the PTO probes (two per PTO, backed off) move it on: a bad period
+    // becomes a blackout of a few PTOs. RFC 9002 §6.2 probes and §7.6 persistent congestion
+    // must fire, and every byte must still arrive.
+    let mut fwd = link("fwd", 25, 100);
+    fwd.loss = LossConfig::GilbertElliott {
+        p_good_bad: 0.002,
+        p_bad_good: 0.25,
+        loss_good: 0.0,
+        loss_bad: 1.0,
+    };
+    let app = AppConfig::Bulk {
+        bytes: Some(1_000_000),
+    };
+    let (result, log) = run(4, fwd, TransportConfig::default(), app);
+    let c = &result.flows[0].counters;
+    assert!(c.ptos > 0, "no PTO fired");
+    assert!(log
+        .lock()
+        .unwrap()
+        .congestion
+        .contains(&CongestionKind::PersistentCongestion));
+    assert_eq!(c.bytes_delivered, 1_000_000);
+}
