@@ -42,7 +42,7 @@ impl RttEstimator {
         } else {
             latest
         };
-        let deviation = abs_diff(smoothed, adjusted);
+        let deviation = smoothed.abs_diff(adjusted);
         // RFC 9002 §5.3: rttvar = 3/4 rttvar + 1/4 |smoothed - adjusted|.
         self.var = (self.var * 3 + deviation) / 4;
         // RFC 9002 §5.3: smoothed = 7/8 smoothed + 1/8 adjusted.
@@ -87,16 +87,10 @@ impl RttEstimator {
     /// The loss-detection time threshold: 9/8 max(smoothed, latest), at least the granularity
     /// (RFC 9002 §6.1.2).
     pub fn loss_delay(&self) -> Duration {
-        let base = self.smoothed_or_initial().max(self.latest.unwrap_or(Duration::ZERO));
+        let base = self
+            .smoothed_or_initial()
+            .max(self.latest.unwrap_or(Duration::ZERO));
         (base * 9 / 8).max(GRANULARITY)
-    }
-}
-
-fn abs_diff(a: Duration, b: Duration) -> Duration {
-    if a > b {
-        a - b
-    } else {
-        b - a
     }
 }
 

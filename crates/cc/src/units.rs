@@ -69,12 +69,16 @@ impl Rate {
 
     /// A rate of `bps` bits per second.
     pub fn from_bits_per_sec(bps: f64) -> Self {
-        Rate { bytes_per_sec: bps / 8.0 }
+        Rate {
+            bytes_per_sec: bps / 8.0,
+        }
     }
 
     /// A rate of `bytes` bytes per second.
     pub fn from_bytes_per_sec(bytes: f64) -> Self {
-        Rate { bytes_per_sec: bytes }
+        Rate {
+            bytes_per_sec: bytes,
+        }
     }
 
     /// The rate that moves `bytes` in `interval`; zero for an empty interval.
@@ -159,7 +163,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "min" => 60.0,
         _ => return Err(format!("`{text}` has no known unit; expected {accepted}")),
     };
-    if !(value >= 0.0) || !value.is_finite() {
+    if !value.is_finite() || value < 0.0 {
         return Err(format!("`{text}` must be zero or positive"));
     }
     Ok(Duration::from_nanos((value * scale * 1e9).round() as u64))
@@ -176,7 +180,7 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
         "Gbps" => 1e9,
         _ => return Err(format!("`{text}` has no known unit; expected {accepted}")),
     };
-    if !(value > 0.0) || !value.is_finite() {
+    if !value.is_finite() || value <= 0.0 {
         return Err(format!("`{text}` must be positive"));
     }
     Ok(Rate::from_bits_per_sec(value * scale))
@@ -196,7 +200,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "GiB" => 1024.0 * 1024.0 * 1024.0,
         _ => return Err(format!("`{text}` has no known unit; expected {accepted}")),
     };
-    if !(value > 0.0) || !value.is_finite() {
+    if !value.is_finite() || value <= 0.0 {
         return Err(format!("`{text}` must be positive"));
     }
     Ok((value * scale).round() as u64)

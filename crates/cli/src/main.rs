@@ -138,7 +138,15 @@ fn cmd_demo(out: Option<PathBuf>) -> Result<(), String> {
         set.points.first().map_or("", |p| p.description.as_str())
     );
     let outputs = execute(&set);
-    print!("{}", sweep_table(&outputs.iter().map(|o| o.summary.clone()).collect::<Vec<_>>()));
+    print!(
+        "{}",
+        sweep_table(
+            &outputs
+                .iter()
+                .map(|o| o.summary.clone())
+                .collect::<Vec<_>>()
+        )
+    );
     println!(
         "\nBoth fill the link; the loss-based controllers keep the 2 BDP buffer full, so the RTT\n\
          sits well above the 50 ms base. Run `kleinrock demo --out DIR` for the cwnd and queue traces."
@@ -159,7 +167,7 @@ fn list_text() -> String {
             out.push_str("  (no parameters)\n\n");
             continue;
         }
-        let mut t = Table::new(&["  parameter", "default", "meaning"]);
+        let mut t = Table::new(&["  parameter", "default", "meaning"]).all_text();
         for p in info.params {
             t.row(vec![
                 format!("  {}", p.name),

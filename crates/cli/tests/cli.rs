@@ -42,7 +42,12 @@ fn run_bad(dir: &Path, name: &str, text: &str) -> (Output, PathBuf) {
     let file = dir.join(format!("{name}.toml"));
     std::fs::write(&file, text).unwrap();
     let out = dir.join(format!("{name}-out"));
-    let o = kleinrock(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = kleinrock(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     (o, out)
 }
 
@@ -50,19 +55,52 @@ fn run_bad(dir: &Path, name: &str, text: &str) -> (Output, PathBuf) {
 fn bad_input_names_the_field_and_writes_nothing() {
     let dir = scratch("bad");
     let cases = [
-        ("unknown-cc", GOOD.replace("\"newreno\"", "\"renoo\""), "flows[0].cc"),
-        ("unknown-field", GOOD.replace("duration = \"2s\"", "duration = \"2s\"\ncolour = 1"), "colour"),
-        ("negative-rate", GOOD.replacen("\"10Mbps\"", "\"-10Mbps\"", 1), "links[0].rate"),
-        ("zero-buffer", GOOD.replace("\"1bdp\"", "\"0pkt\""), "links[0].buffer"),
-        ("unknown-param", GOOD.replace("cc = \"newreno\"", "cc = \"newreno\"\nparams = { gamma = 2 }"), "flows[0].params.gamma"),
-        ("unknown-link", GOOD.replace("path = [\"bottleneck\"]", "path = [\"bottlenek\"]"), "flows[0].path"),
+        (
+            "unknown-cc",
+            GOOD.replace("\"newreno\"", "\"renoo\""),
+            "flows[0].cc",
+        ),
+        (
+            "unknown-field",
+            GOOD.replace("duration = \"2s\"", "duration = \"2s\"\ncolour = 1"),
+            "colour",
+        ),
+        (
+            "negative-rate",
+            GOOD.replacen("\"10Mbps\"", "\"-10Mbps\"", 1),
+            "links[0].rate",
+        ),
+        (
+            "zero-buffer",
+            GOOD.replace("\"1bdp\"", "\"0pkt\""),
+            "links[0].buffer",
+        ),
+        (
+            "unknown-param",
+            GOOD.replace(
+                "cc = \"newreno\"",
+                "cc = \"newreno\"\nparams = { gamma = 2 }",
+            ),
+            "flows[0].params.gamma",
+        ),
+        (
+            "unknown-link",
+            GOOD.replace("path = [\"bottleneck\"]", "path = [\"bottlenek\"]"),
+            "flows[0].path",
+        ),
     ];
     for (name, text, field) in cases {
         let (o, out) = run_bad(&dir, name, &text);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success(), "{name}: exit status {:?}", o.status);
-        assert!(err.contains(field), "{name}: error does not name `{field}`: {err}");
-        assert!(err.contains(&format!("{name}.toml")), "{name}: error does not name the file: {err}");
+        assert!(
+            err.contains(field),
+            "{name}: error does not name `{field}`: {err}"
+        );
+        assert!(
+            err.contains(&format!("{name}.toml")),
+            "{name}: error does not name the file: {err}"
+        );
         assert!(!out.exists(), "{name}: output directory was created");
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -74,16 +112,30 @@ fn run_writes_summary_and_traces() {
     let file = dir.join("good.toml");
     std::fs::write(&file, GOOD).unwrap();
     let out = dir.join("out");
-    let o = kleinrock(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = kleinrock(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(table.contains("Gput Mbps") && table.contains("bulk"));
-    for f in ["summary.json", "flows/bulk.csv", "links/bottleneck.csv", "rtt_cdf/bulk.csv"] {
+    for f in [
+        "summary.json",
+        "flows/bulk.csv",
+        "links/bottleneck.csv",
+        "rtt_cdf/bulk.csv",
+    ] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
     let trace = std::fs::read_to_string(out.join("flows/bulk.csv")).unwrap();
     assert!(trace.starts_with("time_s,mode,cwnd_bytes"));
-    assert_eq!(trace.lines().count(), 22, "header + samples at 0, 0.1, ..., 2.0 s");
+    assert_eq!(
+        trace.lines().count(),
+        22,
+        "header + samples at 0, 0.1, ..., 2.0 s"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -91,7 +143,11 @@ fn run_writes_summary_and_traces() {
 fn sweep_file_is_refused_by_run_and_accepted_by_sweep() {
     let dir = scratch("sweep");
     let file = dir.join("s.toml");
-    std::fs::write(&file, format!("{GOOD}\n[sweep]\n\"flows.0.cc\" = [\"newreno\", \"cubic\"]\n")).unwrap();
+    std::fs::write(
+        &file,
+        format!("{GOOD}\n[sweep]\n\"flows.0.cc\" = [\"newreno\", \"cubic\"]\n"),
+    )
+    .unwrap();
     let o = kleinrock(&["run", file.to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("kleinrock sweep"));

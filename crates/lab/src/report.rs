@@ -7,6 +7,7 @@ use crate::sweep::label;
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
+    text_columns: usize,
 }
 
 impl Table {
@@ -15,7 +16,14 @@ impl Table {
         Table {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
+            text_columns: 1,
         }
+    }
+
+    /// Left-aligns every column (for tables of text rather than numbers).
+    pub fn all_text(mut self) -> Self {
+        self.text_columns = self.header.len();
+        self
     }
 
     /// Adds a row.
@@ -23,7 +31,7 @@ impl Table {
         self.rows.push(cells);
     }
 
-    /// Renders the table; the first column is left-aligned, the others right-aligned.
+    /// Renders the table; text columns (the first, or all) are left-aligned, numbers right.
     pub fn render(&self) -> String {
         let cols = self.header.len();
         let mut width = vec![0; cols];
@@ -36,7 +44,7 @@ impl Table {
             r.iter()
                 .enumerate()
                 .map(|(i, c)| {
-                    if i == 0 {
+                    if i < self.text_columns {
                         format!("{c:<w$}", w = width[i])
                     } else {
                         format!("{c:>w$}", w = width[i])
@@ -80,8 +88,16 @@ fn flow_cells(f: &FlowMetrics) -> Vec<String> {
 }
 
 const FLOW_HEADER: [&str; 10] = [
-    "Gput Mbps", "Tput Mbps", "Loss %", "RTTavg", "RTTstd", "RTTp50", "RTTp95", "RTTp99",
-    "OWQD ms", "LED s",
+    "Gput Mbps",
+    "Tput Mbps",
+    "Loss %",
+    "RTTavg",
+    "RTTstd",
+    "RTTp50",
+    "RTTp95",
+    "RTTp99",
+    "OWQD ms",
+    "LED s",
 ];
 
 /// The flows and links of one run.
@@ -94,7 +110,14 @@ pub fn run_tables(s: &Summary) -> String {
         cells.extend(flow_cells(f));
         flows.row(cells);
     }
-    let mut links = Table::new(&["link", "util %", "queue fill %", "max queue pkt", "drops", "random losses"]);
+    let mut links = Table::new(&[
+        "link",
+        "util %",
+        "queue fill %",
+        "max queue pkt",
+        "drops",
+        "random losses",
+    ]);
     for l in &s.links {
         links.row(vec![
             l.name.clone(),

@@ -52,7 +52,10 @@ fn file_name(name: &str) -> String {
         .collect()
 }
 
-fn write_file(path: &Path, write: impl FnOnce(&mut BufWriter<fs::File>) -> io::Result<()>) -> io::Result<()> {
+fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<fs::File>) -> io::Result<()>,
+) -> io::Result<()> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent)?;
     }
@@ -70,11 +73,15 @@ fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
     })?;
     if let Some(trace) = &out.result.trace {
         for s in &trace.flows {
-            let path = dir.join("flows").join(format!("{}.csv", file_name(&s.name)));
+            let path = dir
+                .join("flows")
+                .join(format!("{}.csv", file_name(&s.name)));
             write_file(&path, |w| s.write_csv(w))?;
         }
         for s in &trace.links {
-            let path = dir.join("links").join(format!("{}.csv", file_name(&s.name)));
+            let path = dir
+                .join("links")
+                .join(format!("{}.csv", file_name(&s.name)));
             write_file(&path, |w| s.write_csv(w))?;
         }
     }
@@ -82,7 +89,9 @@ fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
         if f.rtt.count() == 0 {
             continue;
         }
-        let path = dir.join("rtt_cdf").join(format!("{}.csv", file_name(&f.name)));
+        let path = dir
+            .join("rtt_cdf")
+            .join(format!("{}.csv", file_name(&f.name)));
         write_file(&path, |w| {
             writeln!(w, "rtt_ms,fraction")?;
             for (v, p) in f.rtt.cdf() {

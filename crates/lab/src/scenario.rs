@@ -300,12 +300,8 @@ pub fn parse(
     let points = expand(&root, sweep.as_ref()).map_err(|(f, m)| err(&f, m))?;
     let mut scenarios = Vec::with_capacity(points.len());
     for (point, value) in points {
-        let spec = FileSpec::deserialize(value).map_err(|e| {
-            err(
-                "",
-                format!("{}{}", e.message(), point_suffix(&point)),
-            )
-        })?;
+        let spec = FileSpec::deserialize(value)
+            .map_err(|e| err("", format!("{}{}", e.message(), point_suffix(&point))))?;
         let scenario = resolve(spec, default_name, point.clone())
             .map_err(|(f, m)| err(&f, format!("{m}{}", point_suffix(&point))))?;
         scenarios.push(scenario);
@@ -410,7 +406,9 @@ fn resolve_link(
             f.forward
                 .iter()
                 .chain(&f.reverse)
-                .map(|&k| parse_duration(all[k].delay.as_deref().unwrap_or("0s")).unwrap_or_default())
+                .map(|&k| {
+                    parse_duration(all[k].delay.as_deref().unwrap_or("0s")).unwrap_or_default()
+                })
                 .sum()
         }),
     };
@@ -466,15 +464,23 @@ fn parse_buffer(text: &str, rate: Rate, bdp_rtt: Option<Duration>) -> Result<Buf
     let accepted = "packets (\"100pkt\"), bytes (\"64KB\") or BDP multiples (\"2bdp\")";
     let t = text.trim();
     if let Some(n) = t.strip_suffix("pkt") {
-        let n: f64 = n.trim().parse().map_err(|_| format!("`{text}`: expected {accepted}"))?;
-        if !(n >= 1.0) || n.fract() != 0.0 {
-            return Err(format!("`{text}`: the packet count must be a whole number >= 1"));
+        let n: f64 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{text}`: expected {accepted}"))?;
+        if !n.is_finite() || n < 1.0 || n.fract() != 0.0 {
+            return Err(format!(
+                "`{text}`: the packet count must be a whole number >= 1"
+            ));
         }
         return Ok(BufferLimit::Packets(n as u64));
     }
     if let Some(m) = t.strip_suffix("bdp") {
-        let m: f64 = m.trim().parse().map_err(|_| format!("`{text}`: expected {accepted}"))?;
-        if !(m > 0.0) {
+        let m: f64 = m
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{text}`: expected {accepted}"))?;
+        if !m.is_finite() || m <= 0.0 {
             return Err(format!("`{text}`: the BDP multiple must be positive"));
         }
         let rtt = bdp_rtt.ok_or_else(|| {
@@ -483,7 +489,9 @@ fn parse_buffer(text: &str, rate: Rate, bdp_rtt: Option<Duration>) -> Result<Buf
         })?;
         let bytes = (rate.bytes_in(rtt) * m).round() as u64;
         return if bytes == 0 {
-            Err(format!("`{text}` is less than one byte at this rate and RTT"))
+            Err(format!(
+                "`{text}` is less than one byte at this rate and RTT"
+            ))
         } else {
             Ok(BufferLimit::Bytes(bytes))
         };
@@ -568,7 +576,10 @@ fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<T
         if size <= t.header_size || size > 65_535 {
             return Err((
                 at("packet_size"),
-                format!("{size} is out of range; accepted: {} to 65535", t.header_size + 1),
+                format!(
+                    "{size} is out of range; accepted: {} to 65535",
+                    t.header_size + 1
+                ),
             ));
         }
         t.packet_size = size;
@@ -606,10 +617,12 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
             AppConfig::Bulk { bytes }
         }
         "cbr" => {
-            let rate = f
-                .rate
-                .as_deref()
-                .ok_or_else(|| (at("rate"), "app = \"cbr\" needs a rate, e.g. \"20Mbps\"".into()))?;
+            let rate = f.rate.as_deref().ok_or_else(|| {
+                (
+                    at("rate"),
+                    "app = \"cbr\" needs a rate, e.g. \"20Mbps\"".into(),
+                )
+            })?;
             AppConfig::ConstantRate {
                 rate: field(at("rate"), parse_rate(rate))?,
                 bytes,
@@ -624,14 +637,18 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
     };
     let transport = match f.transport.as_deref().unwrap_or("reliable") {
         "reliable" => {
-            let cc = f
-                .cc
-                .clone()
-                .ok_or_else(|| (at("cc"), "a reliable flow needs a controller, e.g. cc = \"cubic\"".into()))?;
+            let cc = f.cc.clone().ok_or_else(|| {
+                (
+                    at("cc"),
+                    "a reliable flow needs a controller, e.g. cc = \"cubic\"".into(),
+                )
+            })?;
             let params = resolve_params(&f.params, &at("params"))?;
             let transport = resolve_transport(f, &at)?;
             build(&cc, &params, &controller_config(&transport)).map_err(|e| match e {
-                kleinrock_cc::BuildError::Param(p) => (format!("{}.{}", at("params"), p.name), p.message),
+                kleinrock_cc::BuildError::Param(p) => {
+                    (format!("{}.{}", at("params"), p.name), p.message)
+                }
                 other => (at("cc"), other.to_string()),
             })?;
             FlowTransport::Reliable {
@@ -666,7 +683,10 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
         Some(s) => field(at("stagger"), parse_duration(s))?,
         None => Duration::ZERO,
     };
-    let base = f.name.clone().unwrap_or_else(|| format!("{}-{i}", transport_name(&transport)));
+    let base = f
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}-{i}", transport_name(&transport)));
     Ok((0..count)
         .map(|k| FlowPlan {
             name: if count == 1 {

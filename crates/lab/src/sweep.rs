@@ -68,9 +68,9 @@ fn set_in(mut cur: &mut Value, steps: &[Step], path: &str, value: Value) -> Resu
     let (last, init) = steps.split_last().ok_or_else(not_found)?;
     for step in init {
         cur = match (step, cur) {
-            (Step::Key(k), Value::Table(t)) => {
-                t.entry(k.clone()).or_insert_with(|| Value::Table(Table::new()))
-            }
+            (Step::Key(k), Value::Table(t)) => t
+                .entry(k.clone())
+                .or_insert_with(|| Value::Table(Table::new())),
             (Step::Index(i), Value::Array(a)) => {
                 let len = a.len();
                 a.get_mut(*i).ok_or_else(|| {
@@ -119,7 +119,10 @@ pub fn apply_overrides(root: &mut Table, overrides: &[String]) -> Result<(), (St
 
 /// The scenario trees of every point of `sweep` (one point, unchanged, without a sweep),
 /// with the `sweep` table removed.
-pub fn expand(root: &Table, sweep: Option<&Table>) -> Result<Vec<(SweepPoint, Value)>, (String, String)> {
+pub fn expand(
+    root: &Table,
+    sweep: Option<&Table>,
+) -> Result<Vec<(SweepPoint, Value)>, (String, String)> {
     let mut base = root.clone();
     base.remove("sweep");
     let mut points: Vec<(SweepPoint, Table)> = vec![(Vec::new(), base)];
@@ -143,7 +146,10 @@ pub fn expand(root: &Table, sweep: Option<&Table>) -> Result<Vec<(SweepPoint, Va
         }
         points = next;
     }
-    Ok(points.into_iter().map(|(p, t)| (p, Value::Table(t))).collect())
+    Ok(points
+        .into_iter()
+        .map(|(p, t)| (p, Value::Table(t)))
+        .collect())
 }
 
 #[cfg(test)]

@@ -19,7 +19,10 @@ fn conservation_every_byte_once_in_order_under_loss() {
     let out = run_text(&text);
     let flow = &out.result.flows[0];
     let c = &flow.counters;
-    assert_eq!(c.bytes_delivered, 5_000_000, "every byte delivered in order");
+    assert_eq!(
+        c.bytes_delivered, 5_000_000,
+        "every byte delivered in order"
+    );
     assert_eq!(
         c.bytes_sent - c.bytes_retransmitted,
         5_000_000,
@@ -27,7 +30,10 @@ fn conservation_every_byte_once_in_order_under_loss() {
     );
     assert!(c.packets_lost > 0, "the loss model was active");
     assert!(flow.completion_ns.is_some(), "the transfer completed");
-    assert!(out.result.end_ns < 600_000_000_000, "the run ended when the flow did");
+    assert!(
+        out.result.end_ns < 600_000_000_000,
+        "the run ended when the flow did"
+    );
 }
 
 #[test]
@@ -37,7 +43,11 @@ fn queue_bound_and_rtt_bound_hold() {
     let text = with(&text, LINK, "jitter = \"2ms\"");
     let out = run_text(&text);
     let link = &out.result.links[0];
-    assert!(link.max_queue_packets <= 50, "queue held {}", link.max_queue_packets);
+    assert!(
+        link.max_queue_packets <= 50,
+        "queue held {}",
+        link.max_queue_packets
+    );
     assert!(link.counters.packets_dropped > 0, "the buffer did fill");
     let ser = |bytes: f64| bytes * 8.0 / 10e6 * 1e9;
     // Smallest possible RTT: propagation both ways plus serialising the data packet and its ACK.
@@ -46,7 +56,10 @@ fn queue_bound_and_rtt_bound_hold() {
     let bound = base + 50.0 * ser(1500.0) + ser(1500.0) + 2e6;
     let max = out.result.flows[0].max_rtt_ns as f64;
     assert!(max <= bound, "max RTT {max} ns > bound {bound} ns");
-    assert!(max > bound - 4e6, "the bound is nearly reached ({max} vs {bound})");
+    assert!(
+        max > bound - 4e6,
+        "the bound is nearly reached ({max} vs {bound})"
+    );
 }
 
 #[test]
@@ -63,9 +76,17 @@ fn same_seed_same_bytes_other_seed_other_run() {
     let text = with(&text, LINK, "loss = 0.005\njitter = \"1ms\"");
     let json = |t: &str| serde_json::to_string(&summary(t)).unwrap();
     let a = json(&text);
-    assert_eq!(a, json(&text), "same scenario, same seed: identical summary JSON");
+    assert_eq!(
+        a,
+        json(&text),
+        "same scenario, same seed: identical summary JSON"
+    );
     let other = text.replace("seed = 1", "seed = 2");
-    assert_ne!(a, json(&other), "another seed changes a run with random loss");
+    assert_ne!(
+        a,
+        json(&other),
+        "another seed changes a run with random loss"
+    );
 }
 
 #[test]
@@ -73,9 +94,17 @@ fn newreno_fills_the_pipe_and_the_buffer() {
     // Loss-based control: 1 BDP is enough for full utilisation; a 4 BDP buffer fills, so the
     // mean RTT is above twice the 50 ms base.
     let one = summary(&dumbbell("newreno", "10Mbps", "25ms", "1bdp", "60s"));
-    assert!(one.links[0].utilisation >= 0.95, "1 BDP: {}", one.links[0].utilisation);
+    assert!(
+        one.links[0].utilisation >= 0.95,
+        "1 BDP: {}",
+        one.links[0].utilisation
+    );
     let four = summary(&dumbbell("newreno", "10Mbps", "25ms", "4bdp", "60s"));
-    assert!(four.links[0].utilisation >= 0.98, "4 BDP: {}", four.links[0].utilisation);
+    assert!(
+        four.links[0].utilisation >= 0.98,
+        "4 BDP: {}",
+        four.links[0].utilisation
+    );
     let rtt = four.flows[0].rtt_mean_ms.unwrap();
     assert!(rtt > 100.0, "4 BDP mean RTT {rtt} ms");
 }

@@ -79,7 +79,8 @@ impl DatagramSource {
             self.packets_sent += 1;
         }
         if let Some(t) = self.app.next_data_ns(self.sent_bytes, self.packet_size) {
-            self.timer.arm(events, t.max(now + 1), Target::Sender(self.flow));
+            self.timer
+                .arm(events, t.max(now + 1), Target::Sender(self.flow));
         }
     }
 }

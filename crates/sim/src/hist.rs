@@ -128,7 +128,10 @@ mod tests {
         for q in [0.5, 0.95, 0.99] {
             let exact = q * 100_000.0 * 1000.0;
             let got = h.quantile(q).unwrap();
-            assert!((got - exact).abs() / exact < 1.0 / 128.0, "q{q}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() / exact < 1.0 / 128.0,
+                "q{q}: {got} vs {exact}"
+            );
         }
         assert!((h.mean().unwrap() - 50_000_500.0).abs() < 1e-3);
     }

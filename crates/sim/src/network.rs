@@ -118,7 +118,14 @@ impl Simulator {
             .links
             .iter()
             .enumerate()
-            .map(|(i, l)| Link::new(i as u32, l, seeded(loss_stream(i)), seeded(jitter_stream(i))))
+            .map(|(i, l)| {
+                Link::new(
+                    i as u32,
+                    l,
+                    seeded(loss_stream(i)),
+                    seeded(jitter_stream(i)),
+                )
+            })
             .collect();
         let mut events = EventQueue::new();
         for link in &links {
@@ -177,7 +184,10 @@ impl Simulator {
                 links: config.links.iter().map(|l| Series::new(&l.name)).collect(),
             }
         });
-        let unfinished = flows.iter().filter(|f| f.size.is_some() || f.stop_ns.is_some()).count();
+        let unfinished = flows
+            .iter()
+            .filter(|f| f.size.is_some() || f.stop_ns.is_some())
+            .count();
         let open_ended = flows.len() - unfinished;
         Simulator {
             now: 0,
@@ -192,7 +202,11 @@ impl Simulator {
             outbox: Vec::new(),
             arrivals: Vec::new(),
             trace,
-            unfinished: if open_ended > 0 { usize::MAX } else { unfinished },
+            unfinished: if open_ended > 0 {
+                usize::MAX
+            } else {
+                unfinished
+            },
             processed: 0,
         }
     }
@@ -226,7 +240,8 @@ impl Simulator {
             Target::LinkRate(l) => self.links[l as usize].on_rate_step(now, &mut self.events),
             Target::Sender(f) => self.on_sender_timer(f),
             Target::Receiver(f) => {
-                if let Endpoints::Reliable { receiver, .. } = &mut self.flows[f as usize].endpoints {
+                if let Endpoints::Reliable { receiver, .. } = &mut self.flows[f as usize].endpoints
+                {
                     receiver.on_timer(now, &mut self.frames, &mut self.outbox);
                 }
             }
@@ -345,10 +360,21 @@ impl Simulator {
         let f = packet.flow;
         match (&mut self.flows[f as usize].endpoints, packet.body) {
             (Endpoints::Reliable { receiver, .. }, Body::Data { .. }) => {
-                receiver.on_data(now, &packet, &mut self.frames, &mut self.outbox, &mut self.events);
+                receiver.on_data(
+                    now,
+                    &packet,
+                    &mut self.frames,
+                    &mut self.outbox,
+                    &mut self.events,
+                );
             }
             (Endpoints::Reliable { sender, .. }, Body::Ack { frame }) => {
-                sender.on_ack(now, self.frames.get(frame), &mut self.outbox, &mut self.events);
+                sender.on_ack(
+                    now,
+                    self.frames.get(frame),
+                    &mut self.outbox,
+                    &mut self.events,
+                );
             }
             (
                 Endpoints::Datagram {
@@ -421,7 +447,11 @@ impl Simulator {
             .iter_mut()
             .map(|l| l.finish(end, warmup))
             .collect();
-        let flows = self.flows.iter().map(|f| flow_stats(f, warmup, end)).collect();
+        let flows = self
+            .flows
+            .iter()
+            .map(|f| flow_stats(f, warmup, end))
+            .collect();
         SimResult {
             end_ns: end,
             warmup_ns: warmup,

@@ -223,13 +223,12 @@ impl Sender {
         let newest = self.mark_acked(now);
         self.detect_lost(now);
         let rate_sample = self.rate.generate_sample(self.rtt.min());
-        let one_way_delay = (self.cfg.receive_timestamps && largest_newly_acked).then(|| {
-            OneWayDelaySample {
+        let one_way_delay =
+            (self.cfg.receive_timestamps && largest_newly_acked).then(|| OneWayDelaySample {
                 packet_number: largest,
                 sent_time: Instant::from_nanos(self.record(largest).sent_ns),
                 receive_time: Instant::from_nanos(frame.largest_received_ns),
-            }
-        });
+            });
         let acked = self.scratch_acked.len() as u64;
         let acked_bytes: u64 = self
             .scratch_acked
@@ -400,7 +399,10 @@ impl Sender {
     /// A congestion event for the metrics: losses of a packet sent after the previous event
     /// began (one per RFC 9002 recovery period, whatever the controller does with it).
     fn count_loss_event(&mut self, now: u64, newest_lost_sent_ns: u64) {
-        if self.recovery_start_ns.is_some_and(|s| newest_lost_sent_ns <= s) {
+        if self
+            .recovery_start_ns
+            .is_some_and(|s| newest_lost_sent_ns <= s)
+        {
             return;
         }
         self.recovery_start_ns = Some(now);
@@ -472,7 +474,9 @@ impl Sender {
         if let Some((offset, len)) = self.retransmit.pop_front() {
             return Some((offset, len, true));
         }
-        let len = self.app.available(now, self.next_offset, self.cfg.payload());
+        let len = self
+            .app
+            .available(now, self.next_offset, self.cfg.payload());
         (len > 0).then(|| {
             let offset = self.next_offset;
             self.next_offset += u64::from(len);
@@ -518,7 +522,12 @@ impl Sender {
         }
     }
 
-    fn send_chunk(&mut self, now: u64, (offset, len, retx): (u64, u32, bool), out: &mut Vec<Packet>) {
+    fn send_chunk(
+        &mut self,
+        now: u64,
+        (offset, len, retx): (u64, u32, bool),
+        out: &mut Vec<Packet>,
+    ) {
         let size = len + self.cfg.header_size;
         let pn = self.next_pn;
         self.next_pn += 1;
@@ -580,7 +589,10 @@ impl Sender {
         let room = self.in_flight + u64::from(self.cfg.packet_size) <= self.cc.cwnd();
         if room {
             let has_data = !self.retransmit.is_empty()
-                || self.app.available(now, self.next_offset, self.cfg.payload()) > 0;
+                || self
+                    .app
+                    .available(now, self.next_offset, self.cfg.payload())
+                    > 0;
             let wake = if has_data {
                 (self.cfg.pacing && self.next_send_ns > now).then_some(self.next_send_ns)
             } else {

@@ -96,13 +96,19 @@ fn one_way_delay_samples_measure_the_path() {
     // buffer's drain time.
     let (_, log) = run(62, link("fwd", 25, 100), TransportConfig::default(), BULK);
     let log = log.lock().unwrap();
-    assert!(log.owd_ns.len() as u64 > log.acks / 2, "samples on most ACKs");
+    assert!(
+        log.owd_ns.len() as u64 > log.acks / 2,
+        "samples on most ACKs"
+    );
     let ser = 1_200_000;
     let lo = 25_000_000 + ser;
     let hi = lo + 101 * ser;
     assert!(log.owd_ns.iter().all(|&d| d >= lo && d <= hi));
     let steady = log.owd_ns[log.owd_ns.len() - 1] - lo;
-    assert!((steady - 20 * ser).abs() <= 2 * ser, "standing queue delay {steady} ns");
+    assert!(
+        (steady - 20 * ser).abs() <= 2 * ser,
+        "standing queue delay {steady} ns"
+    );
 }
 
 #[test]
