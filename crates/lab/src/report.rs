@@ -149,60 +149,46 @@ pub fn run_tables(s: &Summary) -> String {
     out
 }
 
-/// One row per sweep point: the point, the first flow's metrics (or totals), the busiest link.
+/// One row per sweep point (per flow of each point when a scenario has several flows), with
+/// the busiest link's utilisation and queue fill and the point's Jain's index.
 pub fn sweep_table(summaries: &[Summary]) -> String {
+    let per_flow = summaries.iter().any(|s| s.flows.len() > 1);
     let mut header = vec!["point"];
+    if per_flow {
+        header.push("flow");
+    }
     header.extend(FLOW_HEADER);
     header.extend(["util %", "queue %", "JFI"]);
     let mut t = Table::new(&header);
+    if per_flow {
+        t.text_columns = 2;
+    }
     for s in summaries {
-        let mut cells = vec![if s.point.is_empty() {
+        let point = if s.point.is_empty() {
             s.scenario.clone()
         } else {
             label(&s.point)
-        }];
-        let flow = aggregate(&s.flows);
-        cells.extend(flow_cells(&flow));
+        };
         let busiest = s
             .links
             .iter()
             .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
-        cells.push(num(busiest.map(|l| l.utilisation * 100.0), 2));
-        cells.push(num(busiest.map(|l| l.mean_queue_fill * 100.0), 1));
-        cells.push(num(s.jain_index, 3));
-        t.row(cells);
+        for (i, f) in s.flows.iter().enumerate() {
+            let first = i == 0;
+            let mut cells = vec![if first { point.clone() } else { String::new() }];
+            if per_flow {
+                cells.push(f.name.clone());
+            } else if !first {
+                break;
+            }
+            cells.extend(flow_cells(f));
+            if first {
+                cells.push(num(busiest.map(|l| l.utilisation * 100.0), 2));
+                cells.push(num(busiest.map(|l| l.mean_queue_fill * 100.0), 1));
+                cells.push(num(s.jain_index, 3));
+            }
+            t.row(cells);
+        }
     }
     t.render()
-}
-
-/// The one flow of a single-flow run, or the flows combined: goodput and throughput summed,
-/// loss and RTT figures averaged.
-fn aggregate(flows: &[FlowMetrics]) -> FlowMetrics {
-    if flows.len() == 1 {
-        return flows[0].clone();
-    }
-    let n = flows.len() as f64;
-    let mean = |get: &dyn Fn(&FlowMetrics) -> Option<f64>| {
-        let v: Vec<f64> = flows.iter().filter_map(get).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    FlowMetrics {
-        name: "all".into(),
-        cc: "all".into(),
-        goodput_bps: flows.iter().map(|f| f.goodput_bps).sum(),
-        throughput_bps: flows.iter().map(|f| f.throughput_bps).sum(),
-        loss_rate: flows.iter().map(|f| f.loss_rate).sum::<f64>() / n,
-        rtt_mean_ms: mean(&|f| f.rtt_mean_ms),
-        rtt_std_ms: mean(&|f| f.rtt_std_ms),
-        rtt_p50_ms: mean(&|f| f.rtt_p50_ms),
-        rtt_p95_ms: mean(&|f| f.rtt_p95_ms),
-        rtt_p99_ms: mean(&|f| f.rtt_p99_ms),
-        owqd_mean_ms: mean(&|f| f.owqd_mean_ms),
-        owqd_p95_ms: mean(&|f| f.owqd_p95_ms),
-        loss_events: flows.iter().map(|f| f.loss_events).sum(),
-        loss_event_distance_s: mean(&|f| f.loss_event_distance_s),
-        completion_s: None,
-        delivered_bytes: flows.iter().map(|f| f.delivered_bytes).sum(),
-        retransmitted_bytes: flows.iter().map(|f| f.retransmitted_bytes).sum(),
-    }
 }
