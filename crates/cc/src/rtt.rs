@@ -49,6 +49,11 @@ impl RttEstimator {
         self.smoothed = Some((smoothed * 7 + adjusted) / 8);
     }
 
+    /// RFC 9002 §5.2: after persistent congestion, min_rtt restarts from the latest sample.
+    pub fn on_persistent_congestion(&mut self) {
+        self.min = self.latest;
+    }
+
     /// The most recent sample.
     pub fn latest(&self) -> Option<Duration> {
         self.latest

@@ -64,7 +64,7 @@ pub struct LinkMetrics {
     /// Mean queue fill: time average of the waiting packets (or bytes, for a byte-sized buffer)
     /// over the buffer size.
     pub mean_queue_fill: f64,
-    /// Most packets that ever waited.
+    /// Most packets waiting at once, in the window.
     pub max_queue_packets: u64,
     /// Fewest packets waiting after a transmission, in the window.
     pub min_queue_packets: u64,

@@ -103,38 +103,89 @@ fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
     Ok(())
 }
 
-/// Writes the results to `dir`: one run directly in it; a sweep as `sweep.json` plus one
-/// `point-<i>` directory per point. Everything is written to a temporary sibling first and
-/// renamed into place, so `dir` is never left half-written; an existing `dir` is replaced.
+/// Marker files of a kleinrock output directory: only such a directory is ever replaced.
+const MARKERS: [&str; 2] = ["summary.json", "sweep.json"];
+
+/// Checks, before anything runs, that results can go to `dir`: it is not a file, not the
+/// working directory or one of its parents, and if it exists and is not empty it is an earlier
+/// kleinrock output (it holds `summary.json` or `sweep.json`). Returns its absolute path.
+pub fn check_output_dir(dir: &Path) -> Result<PathBuf, String> {
+    let abs = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let shown = dir.display();
+    if abs.is_file() {
+        return Err(format!("--out {shown} is a file; give a directory"));
+    }
+    if abs.is_dir() {
+        let canonical = abs.canonicalize().map_err(|e| format!("{shown}: {e}"))?;
+        let cwd = std::env::current_dir().and_then(|d| d.canonicalize());
+        if cwd.is_ok_and(|cwd| cwd.starts_with(&canonical)) {
+            return Err(format!(
+                "--out {shown} is the working directory or contains it; give a new directory"
+            ));
+        }
+        let empty = fs::read_dir(&canonical)
+            .map_err(|e| format!("{shown}: {e}"))?
+            .next()
+            .is_none();
+        if !empty && !MARKERS.iter().any(|m| canonical.join(m).is_file()) {
+            return Err(format!(
+                "--out {shown} exists and is not a kleinrock output directory; \
+                 give a new or empty directory"
+            ));
+        }
+        return Ok(canonical);
+    }
+    Ok(abs)
+}
+
+/// Writes the results to `dir` (checked by [`check_output_dir`]): one run directly in it; a
+/// sweep as `sweep.json` plus one `point-<i>` directory per point. Everything is written to a
+/// temporary sibling first and moved into place when complete, so `dir` is never left
+/// half-written; an earlier output in `dir` is replaced.
 pub fn write_outputs(dir: &Path, outputs: &[RunOutput], is_sweep: bool) -> io::Result<()> {
-    let tmp = temp_sibling(dir);
-    let result = (|| {
-        if is_sweep {
-            let summaries: Vec<&Summary> = outputs.iter().map(|o| &o.summary).collect();
-            write_file(&tmp.join("sweep.json"), |w| {
-                serde_json::to_writer_pretty(&mut *w, &summaries)?;
-                writeln!(w)
-            })?;
-            for (i, o) in outputs.iter().enumerate() {
-                write_run(&tmp.join(format!("point-{i}")), o)?;
-            }
-        } else if let Some(o) = outputs.first() {
-            write_run(&tmp, o)?;
-        }
-        if dir.exists() {
-            fs::remove_dir_all(dir)?;
-        }
-        fs::rename(&tmp, dir)
-    })();
+    let dir = check_output_dir(dir).map_err(io::Error::other)?;
+    let tmp = sibling(&dir, "partial");
+    let result = write_tree(&tmp, outputs, is_sweep).and_then(|()| replace(&dir, &tmp));
     if result.is_err() {
         let _ = fs::remove_dir_all(&tmp);
     }
     result
 }
 
-fn temp_sibling(dir: &Path) -> PathBuf {
+fn write_tree(tmp: &Path, outputs: &[RunOutput], is_sweep: bool) -> io::Result<()> {
+    if is_sweep {
+        let summaries: Vec<&Summary> = outputs.iter().map(|o| &o.summary).collect();
+        write_file(&tmp.join("sweep.json"), |w| {
+            serde_json::to_writer_pretty(&mut *w, &summaries)?;
+            writeln!(w)
+        })?;
+        for (i, o) in outputs.iter().enumerate() {
+            write_run(&tmp.join(format!("point-{i}")), o)?;
+        }
+    } else if let Some(o) = outputs.first() {
+        write_run(tmp, o)?;
+    }
+    Ok(())
+}
+
+/// Moves `tmp` to `dir`; an existing `dir` is moved aside first and removed only afterwards.
+fn replace(dir: &Path, tmp: &Path) -> io::Result<()> {
+    if !dir.exists() {
+        return fs::rename(tmp, dir);
+    }
+    let old = sibling(dir, "old");
+    fs::rename(dir, &old)?;
+    if let Err(e) = fs::rename(tmp, dir) {
+        let _ = fs::rename(&old, dir);
+        return Err(e);
+    }
+    fs::remove_dir_all(&old)
+}
+
+/// A hidden sibling of the absolute path `dir`: `.<name>.<what>-<pid>`.
+fn sibling(dir: &Path, what: &str) -> PathBuf {
     let name = dir
         .file_name()
         .map_or("out".into(), |n| n.to_string_lossy().into_owned());
-    dir.with_file_name(format!(".{name}.partial-{}", std::process::id()))
+    dir.with_file_name(format!(".{name}.{what}-{}", std::process::id()))
 }

@@ -67,6 +67,7 @@ struct LinkSpec {
     qdisc: Option<String>,
     flow_limit: Option<u64>,
     quantum: Option<String>,
+    initial_quantum: Option<String>,
     bdp_rtt: Option<String>,
     loss: Option<LossSpec>,
     #[serde(default)]
@@ -106,6 +107,7 @@ struct FlowSpec {
     #[serde(default)]
     params: toml::Table,
     path: Vec<String>,
+    #[serde(default)]
     reverse_path: Vec<String>,
     start: Option<String>,
     stop: Option<String>,
@@ -178,6 +180,8 @@ pub struct Scenario {
     pub description: String,
     /// The sweep assignments that produced this point (empty without a sweep).
     pub point: SweepPoint,
+    /// The `--set` overrides applied to the file, as `(path, value)`.
+    pub overrides: SweepPoint,
     /// Simulated duration.
     pub duration: Duration,
     /// Seed.
@@ -212,6 +216,7 @@ impl Scenario {
                     },
                     FlowTransport::Datagram { packet_size } => FlowKind::Datagram {
                         packet_size: *packet_size,
+                        header_size: TransportConfig::default().header_size,
                     },
                 },
                 forward: f.forward.clone(),
@@ -291,19 +296,37 @@ pub fn parse(
     let mut root: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| err("", e.to_string().trim_end().to_string()))?;
-    crate::sweep::apply_overrides(&mut root, overrides).map_err(|(f, m)| err(&f, m))?;
+    let applied =
+        crate::sweep::apply_overrides(&mut root, overrides).map_err(|(f, m)| err(&f, m))?;
     let sweep = match root.get("sweep") {
         None => None,
         Some(toml::Value::Table(t)) => Some(t.clone()),
         Some(_) => return Err(err("sweep", "must be a table of `path = [values]`".into())),
     };
+    if let Some((path, _)) = applied
+        .iter()
+        .find(|(p, _)| sweep.as_ref().is_some_and(|s| s.contains_key(p)))
+    {
+        return Err(err(
+            &format!("--set {path}"),
+            format!(
+                "this field is swept by the file's [sweep] grid; change the grid instead, \
+                 e.g. --set 'sweep.\"{path}\"=[...]'"
+            ),
+        ));
+    }
     let points = expand(&root, sweep.as_ref()).map_err(|(f, m)| err(&f, m))?;
     let mut scenarios = Vec::with_capacity(points.len());
     for (point, value) in points {
-        let spec = FileSpec::deserialize(value)
-            .map_err(|e| err("", format!("{}{}", e.message(), point_suffix(&point))))?;
-        let scenario = resolve(spec, default_name, point.clone())
-            .map_err(|(f, m)| err(&f, format!("{m}{}", point_suffix(&point))))?;
+        let context = context_suffix(&point, &applied);
+        let spec: FileSpec = serde_path_to_error::deserialize(value).map_err(|e| {
+            let field = e.path().to_string();
+            let field = if field == "." { String::new() } else { field };
+            err(&field, format!("{}{context}", e.inner().message()))
+        })?;
+        let mut scenario = resolve(spec, default_name, point.clone())
+            .map_err(|(f, m)| err(&f, format!("{m}{context}")))?;
+        scenario.overrides = applied.clone();
         scenarios.push(scenario);
     }
     Ok(ScenarioSet {
@@ -315,11 +338,19 @@ pub fn parse(
     })
 }
 
-fn point_suffix(point: &SweepPoint) -> String {
-    if point.is_empty() {
+/// Where an error arose: the sweep point and the `--set` overrides, when there are any.
+fn context_suffix(point: &SweepPoint, overrides: &SweepPoint) -> String {
+    let mut parts = Vec::new();
+    if !point.is_empty() {
+        parts.push(format!("at sweep point {}", crate::sweep::label(point)));
+    }
+    if !overrides.is_empty() {
+        parts.push(format!("with --set {}", crate::sweep::label(overrides)));
+    }
+    if parts.is_empty() {
         String::new()
     } else {
-        format!(" (at sweep point {})", crate::sweep::label(point))
+        format!(" ({})", parts.join("; "))
     }
 }
 
@@ -363,9 +394,20 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
             return Err((format!("links[{i}].name"), format!("`{n}` is used twice")));
         }
     }
-    let mut flows = Vec::new();
+    let mut flows: Vec<FlowPlan> = Vec::new();
     for (i, f) in spec.flows.iter().enumerate() {
-        flows.extend(resolve_flow(f, i, &names)?);
+        for plan in resolve_flow(f, i, &names)? {
+            if flows.iter().any(|g| g.name == plan.name) {
+                return Err((
+                    format!("flows[{i}].name"),
+                    format!(
+                        "a flow named `{}` already exists; flow names must be unique",
+                        plan.name
+                    ),
+                ));
+            }
+            flows.push(plan);
+        }
     }
     let mut links = Vec::new();
     for (i, l) in spec.links.iter().enumerate() {
@@ -375,6 +417,7 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
         name: spec.name.unwrap_or_else(|| default_name.to_string()),
         description: spec.description.unwrap_or_default(),
         point,
+        overrides: Vec::new(),
         duration,
         seed: spec.seed,
         warmup,
@@ -425,6 +468,10 @@ fn resolve_link(
                 Some(q) => field(at("quantum"), parse_bytes(q))?,
                 None => 3000,
             },
+            initial_quantum: match &l.initial_quantum {
+                Some(q) => field(at("initial_quantum"), parse_bytes(q))?,
+                None => 15_000,
+            },
         },
         other => {
             return Err((
@@ -433,7 +480,8 @@ fn resolve_link(
             ))
         }
     };
-    if l.qdisc.as_deref() != Some("fq") && (l.flow_limit.is_some() || l.quantum.is_some()) {
+    let fq_only = l.flow_limit.is_some() || l.quantum.is_some() || l.initial_quantum.is_some();
+    if l.qdisc.as_deref() != Some("fq") && fq_only {
         return Err((at("flow_limit"), "only applies with qdisc = \"fq\"".into()));
     }
     let loss = match &l.loss {
@@ -593,7 +641,6 @@ fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<T
 fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowPlan>> {
     let at = |x: &str| format!("flows[{i}].{x}");
     let forward = resolve_path(&f.path, names, &at("path"))?;
-    let reverse = resolve_path(&f.reverse_path, names, &at("reverse_path"))?;
     let start = match &f.start {
         Some(s) => field(at("start"), parse_duration(s))?,
         None => Duration::ZERO,
@@ -605,69 +652,13 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
     if stop.is_some_and(|s| s <= start) {
         return Err((at("stop"), "must be after start".into()));
     }
-    let bytes = match &f.size {
-        Some(s) => Some(field(at("size"), parse_bytes(s))?),
-        None => None,
-    };
-    let app = match f.app.as_deref().unwrap_or("bulk") {
-        "bulk" => {
-            if f.rate.is_some() {
-                return Err((at("rate"), "only applies with app = \"cbr\"".into()));
-            }
-            AppConfig::Bulk { bytes }
-        }
-        "cbr" => {
-            let rate = f.rate.as_deref().ok_or_else(|| {
-                (
-                    at("rate"),
-                    "app = \"cbr\" needs a rate, e.g. \"20Mbps\"".into(),
-                )
-            })?;
-            AppConfig::ConstantRate {
-                rate: field(at("rate"), parse_rate(rate))?,
-                bytes,
-            }
-        }
-        other => {
-            return Err((
-                at("app"),
-                format!("unknown application `{other}`; accepted: bulk, cbr"),
-            ))
-        }
-    };
-    let transport = match f.transport.as_deref().unwrap_or("reliable") {
-        "reliable" => {
-            let cc = f.cc.clone().ok_or_else(|| {
-                (
-                    at("cc"),
-                    "a reliable flow needs a controller, e.g. cc = \"cubic\"".into(),
-                )
-            })?;
-            let params = resolve_params(&f.params, &at("params"))?;
-            let transport = resolve_transport(f, &at)?;
-            build(&cc, &params, &controller_config(&transport)).map_err(|e| match e {
-                kleinrock_cc::BuildError::Param(p) => {
-                    (format!("{}.{}", at("params"), p.name), p.message)
-                }
-                other => (at("cc"), other.to_string()),
-            })?;
-            FlowTransport::Reliable {
-                cc,
-                params,
-                transport,
-            }
-        }
-        "datagram" => {
-            if f.cc.is_some() {
-                return Err((at("cc"), "a datagram flow has no congestion control".into()));
-            }
-            if !matches!(app, AppConfig::ConstantRate { .. }) {
-                return Err((at("app"), "a datagram flow needs app = \"cbr\"".into()));
-            }
-            FlowTransport::Datagram {
-                packet_size: f.packet_size.unwrap_or(1500),
-            }
-        }
+    let app = resolve_app(f, &at)?;
+    let (transport, reverse) = match f.transport.as_deref().unwrap_or("reliable") {
+        "reliable" => (
+            resolve_reliable(f, &at)?,
+            resolve_path(&f.reverse_path, names, &at("reverse_path"))?,
+        ),
+        "datagram" => (resolve_datagram(f, &app, &at)?, Vec::new()),
         other => {
             return Err((
                 at("transport"),
@@ -702,6 +693,78 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
             stop: stop.map(|s| s + stagger * k),
         })
         .collect())
+}
+
+fn resolve_app(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<AppConfig> {
+    let bytes = match &f.size {
+        Some(s) => Some(field(at("size"), parse_bytes(s))?),
+        None => None,
+    };
+    match f.app.as_deref().unwrap_or("bulk") {
+        "bulk" => Ok(AppConfig::Bulk { bytes }),
+        "cbr" => {
+            let rate = f.rate.as_deref().ok_or_else(|| {
+                (
+                    at("rate"),
+                    "app = \"cbr\" needs a rate, e.g. \"20Mbps\"".into(),
+                )
+            })?;
+            Ok(AppConfig::ConstantRate {
+                rate: field(at("rate"), parse_rate(rate))?,
+                bytes,
+            })
+        }
+        other => Err((
+            at("app"),
+            format!("unknown application `{other}`; accepted: bulk, cbr"),
+        )),
+    }
+}
+
+fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<FlowTransport> {
+    if f.rate.is_some() && f.app.as_deref() != Some("cbr") {
+        return Err((at("rate"), "only applies with app = \"cbr\"".into()));
+    }
+    let cc = f.cc.clone().ok_or_else(|| {
+        (
+            at("cc"),
+            "a reliable flow needs a controller, e.g. cc = \"cubic\"".into(),
+        )
+    })?;
+    let params = resolve_params(&f.params, &at("params"))?;
+    let transport = resolve_transport(f, at)?;
+    build(&cc, &params, &controller_config(&transport)).map_err(|e| match e {
+        kleinrock_cc::BuildError::Param(p) => (format!("{}.{}", at("params"), p.name), p.message),
+        other => (at("cc"), other.to_string()),
+    })?;
+    Ok(FlowTransport::Reliable {
+        cc,
+        params,
+        transport,
+    })
+}
+
+fn resolve_datagram(
+    f: &FlowSpec,
+    app: &AppConfig,
+    at: &dyn Fn(&str) -> String,
+) -> FieldResult<FlowTransport> {
+    if !matches!(app, AppConfig::ConstantRate { .. }) {
+        return Err((
+            at("app"),
+            "a datagram flow needs app = \"cbr\" and a rate".into(),
+        ));
+    }
+    if f.cc.is_some() {
+        return Err((at("cc"), "a datagram flow has no congestion control".into()));
+    }
+    if !f.reverse_path.is_empty() {
+        return Err((at("reverse_path"), "a datagram flow sends no ACKs".into()));
+    }
+    let t = resolve_transport(f, at)?;
+    Ok(FlowTransport::Datagram {
+        packet_size: t.packet_size,
+    })
 }
 
 fn transport_name(t: &FlowTransport) -> &str {

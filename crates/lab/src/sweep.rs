@@ -102,8 +102,12 @@ fn parse_value(text: &str) -> Value {
         .unwrap_or_else(|| Value::String(text.to_string()))
 }
 
-/// Applies `path=value` overrides; errors name the override.
-pub fn apply_overrides(root: &mut Table, overrides: &[String]) -> Result<(), (String, String)> {
+/// Applies `path=value` overrides; returns them as `(path, value)`; errors name the override.
+pub fn apply_overrides(
+    root: &mut Table,
+    overrides: &[String],
+) -> Result<SweepPoint, (String, String)> {
+    let mut applied = Vec::new();
     for o in overrides {
         let (path, value) = o.split_once('=').ok_or_else(|| {
             (
@@ -111,10 +115,11 @@ pub fn apply_overrides(root: &mut Table, overrides: &[String]) -> Result<(), (St
                 format!("`{o}` is not `path=value` (e.g. flows.0.cc=cubic)"),
             )
         })?;
-        set_path(root, path.trim(), parse_value(value.trim()))
-            .map_err(|m| (format!("--set {}", path.trim()), m))?;
+        let (path, value) = (path.trim(), parse_value(value.trim()));
+        applied.push((path.to_string(), value_text(&value)));
+        set_path(root, path, value).map_err(|m| (format!("--set {path}"), m))?;
     }
-    Ok(())
+    Ok(applied)
 }
 
 /// The scenario trees of every point of `sweep` (one point, unchanged, without a sweep),

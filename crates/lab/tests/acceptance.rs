@@ -142,7 +142,7 @@ fn cbr_against_bulk(qdisc: &str) -> f64 {
     let text = dumbbell("newreno", "10Mbps", "10ms", "200pkt", "30s");
     let text = with(&text, LINK, &format!("qdisc = \"{qdisc}\""));
     let text = format!(
-        "{text}\n[[flows]]\nname = \"cbr\"\ntransport = \"datagram\"\napp = \"cbr\"\nrate = \"20Mbps\"\npath = [\"bottleneck\"]\nreverse_path = [\"return\"]\n"
+        "{text}\n[[flows]]\nname = \"cbr\"\ntransport = \"datagram\"\napp = \"cbr\"\nrate = \"20Mbps\"\npath = [\"bottleneck\"]\n"
     );
     let s = summary(&text);
     s.flows[0].goodput_bps / 10e6
@@ -193,4 +193,50 @@ fn sweep_expands_every_point_and_overrides_apply() {
     assert_eq!(set.points[3].flows[0].cc_name(), "cubic");
     let set = parse(&text, "<t>", "t", &["flows.0.params.beta=0.6".into()]).unwrap();
     assert!(set.points.iter().all(|p| !p.point.is_empty()));
+}
+
+#[test]
+fn a_stopped_flow_never_exceeds_the_link() {
+    // Bytes in flight at the stop still arrive; the active time runs until they do.
+    let text = dumbbell("cubic", "10Mbps", "25ms", "1000pkt", "10s");
+    let s = summary(&with(&text, FLOW, "stop = \"3s\""));
+    assert!(
+        s.flows[0].goodput_bps <= 10e6,
+        "goodput {}",
+        s.flows[0].goodput_bps
+    );
+    assert!(s.flows[0].goodput_bps > 5e6);
+}
+
+#[test]
+fn datagram_loss_is_a_rate_across_a_warmup() {
+    // 20 Mbps into 10 Mbps: about half is lost, measured in the window after a warm-up that
+    // leaves a backlog queued.
+    let text = dumbbell("cubic", "10Mbps", "25ms", "1000pkt", "4s")
+        .replace("seed = 1", "seed = 1\nwarmup = \"1.9s\"");
+    let text = format!(
+        "{text}\n[[flows]]\nname = \"cbr\"\ntransport = \"datagram\"\napp = \"cbr\"\nrate = \"20Mbps\"\npath = [\"bottleneck\"]\nstop = \"3s\"\n"
+    );
+    let s = summary(&text);
+    let loss = s.flows[1].loss_rate;
+    assert!((0.0..=1.0).contains(&loss), "loss rate {loss}");
+}
+
+#[test]
+fn queue_maximum_counts_only_the_window() {
+    // Cubic fills the 1000-packet buffer, then stops at 20 s; from the 30 s warm-up on only a
+    // 1 Mbps stream crosses the 10 Mbps link, so the window's maximum queue is tiny.
+    let text = dumbbell("cubic", "10Mbps", "25ms", "1000pkt", "40s")
+        .replace("seed = 1", "seed = 1\nwarmup = \"30s\"");
+    let text = format!(
+        "{}\n[[flows]]\nname = \"cbr\"\ntransport = \"datagram\"\napp = \"cbr\"\nrate = \"1Mbps\"\npath = [\"bottleneck\"]\n",
+        with(&text, FLOW, "stop = \"20s\"")
+    );
+    let out = run_text(&text);
+    let link = &out.result.links[0];
+    assert!(
+        link.max_queue_packets <= 1,
+        "max {}",
+        link.max_queue_packets
+    );
 }

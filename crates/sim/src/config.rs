@@ -112,8 +112,10 @@ pub enum FlowKind {
     /// Unresponsive datagrams sent as the application offers them (no feedback, no
     /// retransmission), e.g. a constant-bit-rate UDP source.
     Datagram {
-        /// Bytes on the wire per datagram.
+        /// Bytes on the wire of a full datagram.
         packet_size: u32,
+        /// Header bytes in each datagram; the application's bytes fill the rest.
+        header_size: u32,
     },
 }
 

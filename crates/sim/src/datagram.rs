@@ -1,5 +1,7 @@
 //! Unresponsive datagram flows: a source that sends whatever its application offers, with no
-//! feedback and no retransmission (a constant-bit-rate UDP stream), and a sink that counts.
+//! feedback and no retransmission (a constant-bit-rate UDP stream). Byte counts are
+//! application payload, as for the reliable transport; each datagram adds its header bytes on
+//! the wire.
 
 use crate::app::Application;
 use crate::events::{EventQueue, LazyTimer, Target};
@@ -9,7 +11,8 @@ use crate::packet::{Body, Packet};
 #[derive(Debug)]
 pub struct DatagramSource {
     flow: u32,
-    packet_size: u32,
+    payload: u32,
+    header: u32,
     app: Application,
     sent_bytes: u64,
     started: bool,
@@ -20,11 +23,13 @@ pub struct DatagramSource {
 }
 
 impl DatagramSource {
-    /// A source for flow `flow` sending `packet_size`-byte datagrams.
-    pub fn new(flow: u32, packet_size: u32, app: Application) -> Self {
+    /// A source for flow `flow` sending datagrams of at most `packet_size` bytes on the wire,
+    /// `header` of them headers.
+    pub fn new(flow: u32, packet_size: u32, header: u32, app: Application) -> Self {
         DatagramSource {
             flow,
-            packet_size,
+            payload: packet_size - header,
+            header,
             app,
             sent_bytes: 0,
             started: false,
@@ -33,7 +38,7 @@ impl DatagramSource {
         }
     }
 
-    /// Bytes sent.
+    /// Payload bytes sent.
     pub fn bytes_sent(&self) -> u64 {
         self.sent_bytes
     }
@@ -62,13 +67,13 @@ impl DatagramSource {
         }
         self.timer.fire(now);
         loop {
-            let len = self.app.available(now, self.sent_bytes, self.packet_size);
+            let len = self.app.available(now, self.sent_bytes, self.payload);
             if len == 0 {
                 break;
             }
             out.push(Packet {
                 flow: self.flow,
-                size: len,
+                size: len + self.header,
                 hop: 0,
                 reverse: false,
                 number: self.packets_sent,
@@ -78,7 +83,7 @@ impl DatagramSource {
             self.sent_bytes += u64::from(len);
             self.packets_sent += 1;
         }
-        if let Some(t) = self.app.next_data_ns(self.sent_bytes, self.packet_size) {
+        if let Some(t) = self.app.next_data_ns(self.sent_bytes, self.payload) {
             self.timer
                 .arm(events, t.max(now + 1), Target::Sender(self.flow));
         }

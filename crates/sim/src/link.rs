@@ -39,6 +39,7 @@ pub struct Link {
     loss: LossProcess,
     queue: Queue,
     in_service: Option<Queued>,
+    tx_done_ns: u64,
     pipe: VecDeque<(u64, u32)>,
     last_arrival_ns: u64,
     counters: LinkCounters,
@@ -71,6 +72,7 @@ impl Link {
             loss: LossProcess::new(config.loss, loss_rng),
             queue: Queue::new(config.qdisc, config.buffer),
             in_service: None,
+            tx_done_ns: 0,
             pipe: VecDeque::new(),
             last_arrival_ns: 0,
             counters: LinkCounters::default(),
@@ -115,7 +117,7 @@ impl Link {
             self.start_transmission(now, q, events);
             return Admission::Accepted;
         }
-        if !self.queue.enqueue(q) {
+        if !self.queue.enqueue(now, q) {
             self.counters.packets_dropped += 1;
             return Admission::Dropped;
         }
@@ -126,12 +128,16 @@ impl Link {
     fn start_transmission(&mut self, now: u64, q: Queued, events: &mut EventQueue) {
         let ns = (f64::from(q.size) * self.ns_per_byte).round() as u64;
         self.in_service = Some(q);
-        events.push(now + ns.max(1), Target::LinkTransmit(self.id));
+        self.tx_done_ns = now + ns.max(1);
+        events.push(self.tx_done_ns, Target::LinkTransmit(self.id));
     }
 
     /// The packet in service finished serialising at `now`: it enters the pipe and the next
     /// waiting packet starts.
     pub fn on_transmitted(&mut self, now: u64, events: &mut EventQueue) {
+        if now != self.tx_done_ns {
+            return; // superseded by a rate step
+        }
         let Some(done) = self.in_service.take() else {
             return;
         };
@@ -150,7 +156,7 @@ impl Link {
         }
         self.pipe.push_back((arrival, done.packet));
         self.account(now);
-        if let Some(next) = self.queue.dequeue() {
+        if let Some(next) = self.queue.dequeue(now) {
             self.start_transmission(now, next, events);
         }
         self.min_queue_packets = Some(
@@ -171,14 +177,22 @@ impl Link {
         }
     }
 
-    /// Applies the next rate step at `now` and schedules the one after.
+    /// Applies the next rate step at `now` and schedules the one after. The rest of the
+    /// packet on the wire goes out at the new rate.
     pub fn on_rate_step(&mut self, now: u64, events: &mut EventQueue) {
         let Some(&(_, rate)) = self.schedule.get(self.next_step) else {
             return;
         };
         self.account(now);
+        let new_ns_per_byte = 1e9 / rate.bytes_per_sec();
+        if self.in_service.is_some() && self.tx_done_ns > now {
+            let bytes_left = (self.tx_done_ns - now) as f64 / self.ns_per_byte;
+            let ns = (bytes_left * new_ns_per_byte).round() as u64;
+            self.tx_done_ns = now + ns.max(1);
+            events.push(self.tx_done_ns, Target::LinkTransmit(self.id));
+        }
         self.rate = rate;
-        self.ns_per_byte = 1e9 / rate.bytes_per_sec();
+        self.ns_per_byte = new_ns_per_byte;
         self.next_step += 1;
         if let Some(&(t, _)) = self.schedule.get(self.next_step) {
             events.push(t, Target::LinkRate(self.id));
@@ -190,6 +204,8 @@ impl Link {
         self.account(now);
         self.at_warmup = self.counters;
         self.min_queue_packets = None;
+        self.max_queue_packets = self.queue.packets();
+        self.max_queue_bytes = self.queue.bytes();
     }
 
     /// Current rate.

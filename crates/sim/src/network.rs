@@ -35,6 +35,7 @@ enum Endpoints {
     },
     Datagram {
         source: DatagramSource,
+        header: u32,
         received_packets: u64,
         received_bytes: u64,
         min_owd_ns: Option<u64>,
@@ -60,6 +61,7 @@ impl Flow {
             Endpoints::Reliable { sender, receiver } => FlowCounters {
                 bytes_delivered: receiver.delivered,
                 bytes_duplicate: receiver.duplicate,
+                packets_received: receiver.packets_received,
                 acks_sent: receiver.acks_sent,
                 ..sender.stats.counters
             },
@@ -71,7 +73,7 @@ impl Flow {
             } => FlowCounters {
                 packets_sent: source.packets_sent,
                 bytes_sent: source.bytes_sent(),
-                packets_lost: source.packets_sent - received_packets,
+                packets_received: *received_packets,
                 bytes_delivered: *received_bytes,
                 ..FlowCounters::default()
             },
@@ -149,8 +151,12 @@ impl Simulator {
                         sender: Box::new(Sender::new(id, controller, transport, app)),
                         receiver: Box::new(Receiver::new(id, transport, f.app.total_bytes())),
                     },
-                    FlowKind::Datagram { packet_size } => Endpoints::Datagram {
-                        source: DatagramSource::new(id, packet_size, app),
+                    FlowKind::Datagram {
+                        packet_size,
+                        header_size,
+                    } => Endpoints::Datagram {
+                        source: DatagramSource::new(id, packet_size, header_size, app),
+                        header: header_size,
                         received_packets: 0,
                         received_bytes: 0,
                         min_owd_ns: None,
@@ -242,7 +248,7 @@ impl Simulator {
             Target::Receiver(f) => {
                 if let Endpoints::Reliable { receiver, .. } = &mut self.flows[f as usize].endpoints
                 {
-                    receiver.on_timer(now, &mut self.frames, &mut self.outbox);
+                    receiver.on_timer(now, &mut self.frames, &mut self.outbox, &mut self.events);
                 }
             }
             Target::FlowStart(f) => self.on_flow_start(f),
@@ -303,10 +309,13 @@ impl Simulator {
 
     /// Routes the packets endpoints produced during this event onto their first link.
     fn flush_outbox(&mut self) {
-        for i in 0..self.outbox.len() {
+        // Delivery over an empty path happens inside `forward` and may add packets here.
+        let mut i = 0;
+        while i < self.outbox.len() {
             let packet = self.outbox[i];
             let idx = self.packets.insert(packet);
             self.forward(idx);
+            i += 1;
         }
         self.outbox.clear();
     }
@@ -378,6 +387,7 @@ impl Simulator {
             }
             (
                 Endpoints::Datagram {
+                    header,
                     received_packets,
                     received_bytes,
                     min_owd_ns,
@@ -387,7 +397,7 @@ impl Simulator {
                 Body::Datagram,
             ) => {
                 *received_packets += 1;
-                *received_bytes += u64::from(packet.size);
+                *received_bytes += u64::from(packet.size - *header);
                 let owd = now - packet.sent_ns;
                 let min = min_owd_ns.map_or(owd, |m| m.min(owd));
                 *min_owd_ns = Some(min);
@@ -497,11 +507,23 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
         Endpoints::Datagram { .. } => None,
     };
     let active_from = flow.start_ns.max(warmup);
-    let active_to = [Some(end), flow.stop_ns, completion, flow.finished_ns()]
+    // A stopped flow is active until its last byte is delivered (its bytes in flight at the
+    // stop still count), like a sized one; a datagram flow until its stop.
+    let datagram_stop = match flow.endpoints {
+        Endpoints::Datagram { .. } => flow.stop_ns,
+        Endpoints::Reliable { .. } => None,
+    };
+    let active_to = [Some(end), completion, flow.finished_ns(), datagram_stop]
         .into_iter()
         .flatten()
         .min()
         .unwrap_or(end);
+    let mut counters = flow.counters().since(&flow.at_warmup);
+    if let Endpoints::Datagram { .. } = flow.endpoints {
+        counters.packets_lost = counters
+            .packets_sent
+            .saturating_sub(counters.packets_received);
+    }
     let (rtt, queuing_delay, loss_event_times, max_rtt_ns) = match &flow.endpoints {
         Endpoints::Reliable { sender, receiver } => (
             sender.stats.rtt.clone(),
@@ -515,7 +537,7 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
     };
     FlowStats {
         name: flow.name.clone(),
-        counters: flow.counters().since(&flow.at_warmup),
+        counters,
         active_ns: active_to.saturating_sub(active_from),
         completion_ns: completion,
         size_bytes: flow.size,

@@ -1,8 +1,12 @@
 //! Queue disciplines of a link: drop-tail FIFO limited in packets or bytes, and fair queuing
-//! (per-flow FIFOs served by deficit round robin in bytes, with a per-flow packet limit and
-//! new flows served before old ones, as Linux `sch_fq.c`; ALGORITHMS.md §15.1).
+//! (per-flow FIFOs served by deficit round robin in bytes, with a per-flow packet limit, new
+//! flows served before old ones, an initial quantum for a new flow and a credit refill after
+//! 40 ms idle, as Linux `sch_fq.c`; ALGORITHMS.md §15.1).
 
 use std::collections::VecDeque;
+
+/// Linux `sch_fq` flow_refill_delay: a flow idle this long gets at least a quantum of credit.
+const FLOW_REFILL_DELAY_NS: u64 = 40_000_000;
 
 /// A buffer limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +28,8 @@ pub enum QdiscConfig {
         flow_limit: u64,
         /// Bytes of credit a flow gets per round (Linux `quantum`, default 2 MTU).
         quantum: u64,
+        /// Credit of a flow seen for the first time (Linux `initial_quantum`, default 10 MTU).
+        initial_quantum: u64,
     },
 }
 
@@ -43,6 +49,8 @@ struct ClassQueue {
     packets: VecDeque<Queued>,
     credit: i64,
     listed: bool,
+    seen: bool,
+    detached_ns: u64,
 }
 
 /// Fair-queuing state.
@@ -53,10 +61,11 @@ struct FairQueue {
     old_flows: VecDeque<u32>,
     flow_limit: u64,
     quantum: i64,
+    initial_quantum: i64,
 }
 
 impl FairQueue {
-    fn enqueue(&mut self, q: Queued) -> bool {
+    fn enqueue(&mut self, now: u64, q: Queued) -> bool {
         let c = q.class as usize;
         if c >= self.classes.len() {
             self.classes.resize_with(c + 1, ClassQueue::default);
@@ -68,13 +77,18 @@ impl FairQueue {
         class.packets.push_back(q);
         if !class.listed {
             class.listed = true;
-            class.credit = class.credit.max(self.quantum);
+            if !class.seen {
+                class.seen = true;
+                class.credit = self.initial_quantum;
+            } else if now.saturating_sub(class.detached_ns) > FLOW_REFILL_DELAY_NS {
+                class.credit = class.credit.max(self.quantum);
+            }
             self.new_flows.push_back(q.class);
         }
         true
     }
 
-    fn dequeue(&mut self) -> Option<Queued> {
+    fn dequeue(&mut self, now: u64) -> Option<Queued> {
         loop {
             let (from_new, c) = match self.new_flows.front() {
                 Some(&c) => (true, c),
@@ -100,6 +114,7 @@ impl FairQueue {
                     self.old_flows.push_back(c);
                 } else {
                     class.listed = false;
+                    class.detached_ns = now;
                 }
                 continue;
             };
@@ -127,9 +142,11 @@ impl Queue {
             QdiscConfig::Fq {
                 flow_limit,
                 quantum,
+                initial_quantum,
             } => Some(FairQueue {
                 flow_limit,
                 quantum: quantum as i64,
+                initial_quantum: initial_quantum as i64,
                 ..FairQueue::default()
             }),
         };
@@ -142,8 +159,8 @@ impl Queue {
         }
     }
 
-    /// Adds a packet; false (tail drop) when the buffer or the class's limit is full.
-    pub fn enqueue(&mut self, q: Queued) -> bool {
+    /// Adds a packet at `now`; false (tail drop) when the buffer or the class's limit is full.
+    pub fn enqueue(&mut self, now: u64, q: Queued) -> bool {
         let fits = match self.limit {
             BufferLimit::Packets(n) => self.packets < n,
             BufferLimit::Bytes(n) => self.bytes + u64::from(q.size) <= n,
@@ -152,7 +169,7 @@ impl Queue {
             return false;
         }
         let accepted = match &mut self.fq {
-            Some(fq) => fq.enqueue(q),
+            Some(fq) => fq.enqueue(now, q),
             None => {
                 self.fifo.push_back(q);
                 true
@@ -165,10 +182,10 @@ impl Queue {
         accepted
     }
 
-    /// Removes the next packet to transmit.
-    pub fn dequeue(&mut self) -> Option<Queued> {
+    /// Removes the next packet to transmit at `now`.
+    pub fn dequeue(&mut self, now: u64) -> Option<Queued> {
         let q = match &mut self.fq {
-            Some(fq) => fq.dequeue(),
+            Some(fq) => fq.dequeue(now),
             None => self.fifo.pop_front(),
         }?;
         self.packets -= 1;
@@ -212,14 +229,18 @@ mod tests {
         }
     }
 
+    fn drain(q: &mut Queue, now: u64) -> Vec<u32> {
+        std::iter::from_fn(|| q.dequeue(now).map(|p| p.class)).collect()
+    }
+
     #[test]
     fn fifo_drops_at_the_limit() {
         let mut q = Queue::new(QdiscConfig::Fifo, BufferLimit::Packets(2));
-        assert!(q.enqueue(pkt(0, 0)) && q.enqueue(pkt(1, 0)));
-        assert!(!q.enqueue(pkt(2, 0)));
-        assert_eq!(q.dequeue().unwrap().packet, 0);
+        assert!(q.enqueue(0, pkt(0, 0)) && q.enqueue(0, pkt(1, 0)));
+        assert!(!q.enqueue(0, pkt(2, 0)));
+        assert_eq!(q.dequeue(0).unwrap().packet, 0);
         let mut b = Queue::new(QdiscConfig::Fifo, BufferLimit::Bytes(3000));
-        assert!(b.enqueue(pkt(0, 0)) && b.enqueue(pkt(1, 0)) && !b.enqueue(pkt(2, 0)));
+        assert!(b.enqueue(0, pkt(0, 0)) && b.enqueue(0, pkt(1, 0)) && !b.enqueue(0, pkt(2, 0)));
     }
 
     #[test]
@@ -227,16 +248,40 @@ mod tests {
         let fq = QdiscConfig::Fq {
             flow_limit: 3,
             quantum: 1500,
+            initial_quantum: 1500,
         };
         let mut q = Queue::new(fq, BufferLimit::Packets(100));
         for i in 0..5 {
-            q.enqueue(pkt(i, 0));
+            q.enqueue(0, pkt(i, 0));
         }
         assert_eq!(q.packets(), 3, "per-flow limit");
         for i in 10..13 {
-            assert!(q.enqueue(pkt(i, 1)));
+            assert!(q.enqueue(0, pkt(i, 1)));
         }
-        let order: Vec<u32> = std::iter::from_fn(|| q.dequeue().map(|p| p.class)).collect();
-        assert_eq!(order, vec![0, 1, 0, 1, 0, 1]);
+        assert_eq!(drain(&mut q, 0), vec![0, 1, 0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn fq_initial_quantum_and_refill_delay() {
+        // sch_fq: a new flow starts with initial_quantum of credit; a flow back from idle gets
+        // at least a quantum only after flow_refill_delay (40 ms).
+        let fq = QdiscConfig::Fq {
+            flow_limit: 100,
+            quantum: 1500,
+            initial_quantum: 2000,
+        };
+        let mut q = Queue::new(fq, BufferLimit::Packets(100));
+        let credit = |q: &Queue| q.fq.as_ref().map(|f| f.classes[0].credit).unwrap();
+        q.enqueue(0, pkt(0, 0));
+        assert_eq!(credit(&q), 2000, "initial quantum");
+        drain(&mut q, 0);
+        assert_eq!(credit(&q), 500);
+        q.enqueue(1_000_000, pkt(1, 0));
+        assert_eq!(credit(&q), 500, "idle 1 ms: no refill");
+        drain(&mut q, 1_000_000);
+        // Spent to -1000, topped up by a quantum while still listed, then detached.
+        assert_eq!(credit(&q), 500);
+        q.enqueue(50_000_000, pkt(2, 0));
+        assert_eq!(credit(&q), 1500, "idle 49 ms: refilled to a quantum");
     }
 }

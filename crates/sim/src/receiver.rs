@@ -33,6 +33,8 @@ pub struct Receiver {
     pub delivered: u64,
     /// Stream bytes received more than once.
     pub duplicate: u64,
+    /// Data packets received.
+    pub packets_received: u64,
     /// ACK packets sent.
     pub acks_sent: u64,
     /// When the last byte of a sized stream arrived, ns.
@@ -60,6 +62,7 @@ impl Receiver {
             measuring: false,
             delivered: 0,
             duplicate: 0,
+            packets_received: 0,
             acks_sent: 0,
             completion_ns: None,
             queuing_delay: Histogram::new(),
@@ -90,6 +93,7 @@ impl Receiver {
             return;
         };
         let pn = packet.number;
+        self.packets_received += 1;
         let in_order = self.largest.map_or(pn == 0, |l| pn == l + 1);
         self.received.insert(pn, pn + 1);
         if self.largest.is_none_or(|l| pn > l) {
@@ -101,8 +105,8 @@ impl Receiver {
         self.take_stream(now, offset, len);
         self.note_queuing_delay(now - packet.sent_ns);
         self.unacked += 1;
-        let gap_below = self.received.ranges().len() > 1;
-        if !self.cfg.delayed_ack || !in_order || gap_below || self.unacked >= ACK_EVERY {
+        // RFC 9000 §13.2.1: at once when the packet arrives out of order or opens a gap.
+        if !self.cfg.delayed_ack || !in_order || self.unacked >= ACK_EVERY {
             self.send_ack(now, frames, out);
         } else if self.ack_due_ns.is_none() {
             let due = now + duration_nanos(self.cfg.max_ack_delay);
@@ -130,9 +134,20 @@ impl Receiver {
     }
 
     /// Handles the delayed-ACK timer at `now`.
-    pub fn on_timer(&mut self, now: u64, frames: &mut Pool<AckFrame>, out: &mut Vec<Packet>) {
-        if self.timer.fire(now) && self.ack_due_ns.is_some_and(|d| d <= now) {
-            self.send_ack(now, frames, out);
+    pub fn on_timer(
+        &mut self,
+        now: u64,
+        frames: &mut Pool<AckFrame>,
+        out: &mut Vec<Packet>,
+        events: &mut EventQueue,
+    ) {
+        if !self.timer.fire(now) {
+            return;
+        }
+        match self.ack_due_ns {
+            Some(due) if due <= now => self.send_ack(now, frames, out),
+            Some(due) => self.timer.arm(events, due, Target::Receiver(self.flow)),
+            None => {}
         }
     }
 

@@ -83,6 +83,7 @@ pub struct Sender {
     first_rtt_sample_ns: Option<u64>,
     recovery_start_ns: Option<u64>,
     started: bool,
+    idle: bool,
     finished_ns: Option<u64>,
     measuring: bool,
     scratch_acked: Vec<u64>,
@@ -119,6 +120,7 @@ impl Sender {
             first_rtt_sample_ns: None,
             recovery_start_ns: None,
             started: false,
+            idle: false,
             finished_ns: None,
             measuring: false,
             scratch_acked: Vec::new(),
@@ -175,12 +177,19 @@ impl Sender {
         }
         self.cc.pacing_rate().or_else(|| {
             let srtt = self.rtt.smoothed()?;
-            let ratio = if self.cc.in_slow_start() {
+            let cwnd = self.cc.cwnd();
+            // Linux tcp_update_pacing_rate: the slow-start ratio while cwnd < ssthresh / 2,
+            // applied to max(cwnd, bytes in flight).
+            let slow_start = self
+                .cc
+                .ssthresh()
+                .map_or(self.cc.in_slow_start(), |s| cwnd < s / 2);
+            let ratio = if slow_start {
                 self.cfg.pacing_ratio_slow_start
             } else {
                 self.cfg.pacing_ratio
             };
-            Some(Rate::from_bytes_over(self.cc.cwnd(), srtt).scaled(ratio))
+            Some(Rate::from_bytes_over(cwnd.max(self.in_flight), srtt).scaled(ratio))
         })
     }
 
@@ -379,6 +388,7 @@ impl Sender {
         let persistent = self.is_persistent_congestion(&lost);
         if persistent {
             self.stats.counters.persistent_congestion += 1;
+            self.rtt.on_persistent_congestion();
         }
         let event = CongestionEvent {
             kind: if persistent {
@@ -413,7 +423,8 @@ impl Sender {
     }
 
     /// RFC 9002 §7.6.2: lost packets, all sent after the first RTT sample, spanning more than
-    /// the persistent-congestion duration with none acknowledged in between.
+    /// the persistent-congestion duration with none acknowledged in between. A run of lost
+    /// packet numbers in this pass extends back over packets declared lost in earlier passes.
     fn is_persistent_congestion(&self, lost: &[u64]) -> bool {
         let (Some(first_sample), Some(srtt)) = (self.first_rtt_sample_ns, self.rtt.smoothed())
         else {
@@ -424,19 +435,32 @@ impl Sender {
         let duration = duration_nanos(duration);
         let mut run_start: Option<u64> = None;
         for (i, &pn) in lost.iter().enumerate() {
+            if i == 0 || lost[i - 1] + 1 != pn {
+                run_start = self.lost_run_start(pn, first_sample);
+            }
             let sent = self.record(pn).sent_ns;
-            if sent <= first_sample {
-                run_start = None;
-                continue;
-            }
-            if i == 0 || lost[i - 1] + 1 != pn || run_start.is_none() {
-                run_start = Some(sent);
-            }
-            if run_start.is_some_and(|s| sent - s > duration) {
+            if run_start.is_some_and(|s| sent > first_sample && sent - s > duration) {
                 return true;
             }
         }
         false
+    }
+
+    /// Send time of the earliest packet in the run of lost packets that ends at `pn`, counting
+    /// only packets sent after `first_sample`.
+    fn lost_run_start(&self, pn: u64, first_sample: u64) -> Option<u64> {
+        let eligible = |p: u64| {
+            let r = self.record(p);
+            r.outcome == Outcome::Lost && r.sent_ns > first_sample
+        };
+        if !eligible(pn) {
+            return None;
+        }
+        let mut p = pn;
+        while p > self.base_pn && eligible(p - 1) {
+            p -= 1;
+        }
+        Some(self.record(p).sent_ns)
     }
 
     fn pop_done_records(&mut self) {
@@ -516,6 +540,10 @@ impl Sender {
             let Some(chunk) = self.next_chunk(now) else {
                 self.rate.on_app_limited(self.in_flight);
                 self.cc.on_app_limited(Instant::from_nanos(now));
+                if self.in_flight == 0 && !self.idle {
+                    self.idle = true;
+                    self.cc.on_idle(Instant::from_nanos(now));
+                }
                 return;
             };
             self.send_chunk(now, chunk, out);
@@ -529,6 +557,7 @@ impl Sender {
         out: &mut Vec<Packet>,
     ) {
         let size = len + self.cfg.header_size;
+        self.idle = false;
         let pn = self.next_pn;
         self.next_pn += 1;
         let snapshot =

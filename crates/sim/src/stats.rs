@@ -12,8 +12,11 @@ pub struct FlowCounters {
     pub bytes_sent: u64,
     /// Payload bytes sent again after a loss or a probe timeout.
     pub bytes_retransmitted: u64,
-    /// Packets the sender declared lost (datagram flows: packets not received).
+    /// Packets the sender declared lost (datagram flows: sent in the window and not received
+    /// in it).
     pub packets_lost: u64,
+    /// Data packets the receiver got.
+    pub packets_received: u64,
     /// Payload bytes delivered to the receiving application in order, each byte once.
     pub bytes_delivered: u64,
     /// Payload bytes the receiver got more than once.
@@ -39,6 +42,7 @@ impl FlowCounters {
             bytes_sent: self.bytes_sent - earlier.bytes_sent,
             bytes_retransmitted: self.bytes_retransmitted - earlier.bytes_retransmitted,
             packets_lost: self.packets_lost - earlier.packets_lost,
+            packets_received: self.packets_received - earlier.packets_received,
             bytes_delivered: self.bytes_delivered - earlier.bytes_delivered,
             bytes_duplicate: self.bytes_duplicate - earlier.bytes_duplicate,
             bytes_acked: self.bytes_acked - earlier.bytes_acked,
@@ -115,9 +119,9 @@ pub struct LinkStats {
     pub counters: LinkCounters,
     /// Length of the window, ns.
     pub window_ns: u64,
-    /// Most packets ever waiting in the queue.
+    /// Most packets waiting in the queue in the window.
     pub max_queue_packets: u64,
-    /// Most bytes ever waiting in the queue.
+    /// Most bytes waiting in the queue in the window.
     pub max_queue_bytes: u64,
     /// Fewest packets waiting at any time in the window after the first packet arrived.
     pub min_queue_packets: u64,

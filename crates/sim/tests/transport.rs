@@ -173,3 +173,93 @@ fn blackouts_trigger_pto_and_persistent_congestion_and_the_transfer_completes() 
         .contains(&CongestionKind::PersistentCongestion));
     assert_eq!(c.bytes_delivered, 1_000_000);
 }
+
+fn one_flow(
+    links: Vec<LinkConfig>,
+    reverse: Vec<usize>,
+    t: TransportConfig,
+    app: AppConfig,
+) -> SimResult {
+    let log = Arc::new(Mutex::new(Log::default()));
+    Simulator::new(SimConfig {
+        duration: Duration::from_secs(20),
+        seed: 3,
+        warmup: Duration::ZERO,
+        trace_interval: None,
+        links,
+        flows: vec![FlowConfig {
+            name: "f".into(),
+            kind: FlowKind::Reliable {
+                controller: Box::new(Recorder {
+                    cwnd: 30 * 1500,
+                    log,
+                }),
+                transport: t,
+            },
+            forward: vec![0],
+            reverse,
+            app,
+            start: Duration::ZERO,
+            stop: None,
+        }],
+    })
+    .run()
+}
+
+#[test]
+fn a_delayed_ack_goes_out_after_max_ack_delay() {
+    // Three packets with delayed ACKs: the 2nd is ACKed at once, the 3rd after max_ack_delay
+    // (25 ms, RFC 9000 §13.2.1), so the transfer ends near 50 ms + 25 ms with no PTO.
+    let t = TransportConfig {
+        delayed_ack: true,
+        ..TransportConfig::default()
+    };
+    let app = AppConfig::Bulk {
+        bytes: Some(3 * 1460),
+    };
+    let r = one_flow(
+        vec![link("fwd", 25, 100), link("return", 25, 100)],
+        vec![1],
+        t,
+        app,
+    );
+    assert_eq!(r.flows[0].counters.ptos, 0);
+    assert!(r.end_ns < 80_000_000, "finished at {} ns", r.end_ns);
+}
+
+#[test]
+fn acks_over_an_empty_reverse_path_arrive_at_once() {
+    let app = AppConfig::Bulk {
+        bytes: Some(1_000_000),
+    };
+    let r = one_flow(
+        vec![link("fwd", 25, 100)],
+        vec![],
+        TransportConfig::default(),
+        app,
+    );
+    assert_eq!(r.flows[0].counters.bytes_delivered, 1_000_000);
+    assert_eq!(r.flows[0].counters.packets_lost, 0);
+}
+
+#[test]
+fn a_rate_step_applies_to_the_packet_on_the_wire() {
+    // 100 kbps for the first 10 ms, then 10 Mbps: the first packet has sent 125 bytes by then
+    // and its remaining 1375 bytes take 1.1 ms, so it arrives at about 11.1 ms + 25 ms, not
+    // after the 120 ms a 1500-byte packet takes at 100 kbps.
+    let mut fwd = link("fwd", 25, 100);
+    fwd.rate = Rate::from_bits_per_sec(100e3);
+    fwd.schedule = vec![(Duration::from_millis(10), Rate::from_bits_per_sec(10e6))];
+    let app = AppConfig::Bulk { bytes: Some(1460) };
+    let r = one_flow(
+        vec![fwd, link("return", 25, 100)],
+        vec![1],
+        TransportConfig::default(),
+        app,
+    );
+    let done = r.flows[0].completion_ns.unwrap();
+    assert!(
+        (36_000_000..36_200_000).contains(&done),
+        "arrived at {done} ns"
+    );
+}
