@@ -34,10 +34,10 @@ stagger = "10ms"
 
 /// Runs both workloads and prints their speed.
 pub fn run(seconds: u64) -> Result<(), String> {
-    println!(
-        "{:<34} {:>12} {:>12} {:>10} {:>14} {:>10}",
+    crate::emit(&format!(
+        "{:<34} {:>12} {:>12} {:>10} {:>14} {:>10}\n",
         "workload", "bottleneck", "events", "wall s", "pkts/wall s", "sim x"
-    );
+    ));
     for (label, flows, one_way) in [
         ("(a) 1 Cubic, 100 Mbps, 100 ms, 1 BDP", 1, 50),
         ("(b) 10 Cubic, 100 Mbps, 10 ms, 1 BDP", 10, 5),
@@ -49,12 +49,12 @@ pub fn run(seconds: u64) -> Result<(), String> {
         let out = runner::run(scenario);
         let wall = start.elapsed().as_secs_f64();
         let packets = out.result.links[0].counters.packets_transmitted;
-        println!(
-            "{label:<34} {packets:>12} {:>12} {wall:>10.3} {:>14.0} {:>10.1}",
+        crate::emit(&format!(
+            "{label:<34} {packets:>12} {:>12} {wall:>10.3} {:>14.0} {:>10.1}\n",
             out.result.events,
             packets as f64 / wall,
             seconds as f64 / wall
-        );
+        ));
     }
     Ok(())
 }

@@ -6,10 +6,11 @@ mod bench;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use kleinrock_lab::report::{run_tables, sweep_table, Table};
-use kleinrock_lab::runner::{run_all, write_outputs, RunOutput};
+use kleinrock_lab::runner::{check_output_dir, run_all, write_outputs, RunOutput};
 use kleinrock_lab::scenario::{load, parse, ScenarioSet};
 use kleinrock_lab::DEMO_SCENARIO;
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -33,7 +34,8 @@ struct RunArgs {
     /// Print the summary as JSON instead of tables.
     #[arg(long)]
     json: bool,
-    /// Write summary.json, traces and RTT CDFs to this directory (replaced if it exists).
+    /// Write the results (summary JSON, traces, RTT CDFs) to this directory; an earlier
+    /// kleinrock output there is replaced, anything else is refused.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -66,7 +68,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd_run(args, false),
         Command::Sweep(args) => cmd_run(args, true),
         Command::List => {
-            print!("{}", list_text());
+            emit(&list_text());
             Ok(())
         }
         Command::Demo { out } => cmd_demo(out),
@@ -83,6 +85,9 @@ fn main() -> ExitCode {
 
 fn cmd_run(args: RunArgs, sweep: bool) -> Result<(), String> {
     let set = load(&args.file, &args.set).map_err(|e| e.to_string())?;
+    if let Some(dir) = &args.out {
+        check_output_dir(dir)?;
+    }
     if set.is_sweep && !sweep {
         return Err(format!(
             "{} has a [sweep] grid of {} points; run it with `kleinrock sweep {}`",
@@ -94,11 +99,28 @@ fn cmd_run(args: RunArgs, sweep: bool) -> Result<(), String> {
     let outputs = execute(&set);
     report(&set, &outputs, args.json)?;
     if let Some(dir) = args.out {
-        write_outputs(&dir, &outputs, set.is_sweep)
-            .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
-        eprintln!("wrote {}", dir.display());
+        save(&dir, &outputs, set.is_sweep)?;
     }
     Ok(())
+}
+
+fn save(dir: &Path, outputs: &[RunOutput], is_sweep: bool) -> Result<(), String> {
+    write_outputs(dir, outputs, is_sweep)
+        .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+    eprintln!("wrote {}", dir.display());
+    Ok(())
+}
+
+/// Prints to standard output; a closed pipe (`kleinrock list | head`) ends the program quietly.
+pub(crate) fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to standard output: {e}");
+        std::process::exit(2);
+    }
 }
 
 fn execute(set: &ScenarioSet) -> Vec<RunOutput> {
@@ -122,39 +144,33 @@ fn report(set: &ScenarioSet, outputs: &[RunOutput], json: bool) -> Result<(), St
         } else {
             serde_json::to_string_pretty(&summaries[0])
         };
-        println!("{}", text.map_err(|e| e.to_string())?);
+        emit(&format!("{}\n", text.map_err(|e| e.to_string())?));
     } else if set.is_sweep {
-        print!("{}", sweep_table(&summaries));
+        emit(&sweep_table(&summaries));
     } else {
-        print!("{}", run_tables(&summaries[0]));
+        emit(&run_tables(&summaries[0]));
     }
     Ok(())
 }
 
 fn cmd_demo(out: Option<PathBuf>) -> Result<(), String> {
     let set = parse(DEMO_SCENARIO, "<built-in demo>", "demo", &[]).map_err(|e| e.to_string())?;
-    println!(
-        "kleinrock demo: {}\n",
+    if let Some(dir) = &out {
+        check_output_dir(dir)?;
+    }
+    emit(&format!(
+        "kleinrock demo: {}\n\n",
         set.points.first().map_or("", |p| p.description.as_str())
-    );
+    ));
     let outputs = execute(&set);
-    print!(
-        "{}",
-        sweep_table(
-            &outputs
-                .iter()
-                .map(|o| o.summary.clone())
-                .collect::<Vec<_>>()
-        )
-    );
-    println!(
-        "\nBoth fill the link; the loss-based controllers keep the 2 BDP buffer full, so the RTT\n\
-         sits well above the 50 ms base. Run `kleinrock demo --out DIR` for the cwnd and queue traces."
+    let summaries: Vec<_> = outputs.iter().map(|o| o.summary.clone()).collect();
+    emit(&sweep_table(&summaries));
+    emit(
+        "\nBoth fill the link; loss-based control keeps the 2 BDP buffer full, so the RTT sits\n\
+         well above the 50 ms base. `kleinrock demo --out DIR` writes the cwnd and queue traces.\n",
     );
     if let Some(dir) = out {
-        write_outputs(&dir, &outputs, true)
-            .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
-        eprintln!("wrote {}", dir.display());
+        save(&dir, &outputs, true)?;
     }
     Ok(())
 }

@@ -166,3 +166,43 @@ fn list_shows_every_controller_with_parameters() {
         assert!(text.contains(name), "`{name}` missing from list:\n{text}");
     }
 }
+
+#[test]
+fn out_never_replaces_a_directory_that_is_not_ours() {
+    let dir = scratch("out");
+    let file = dir.join("good.toml");
+    std::fs::write(&file, GOOD).unwrap();
+    let precious = dir.join("data");
+    std::fs::create_dir_all(&precious).unwrap();
+    std::fs::write(precious.join("notes.txt"), "keep me").unwrap();
+    let o = kleinrock(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        precious.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a kleinrock output"));
+    assert!(o.stdout.is_empty(), "refused before running");
+    assert!(precious.join("notes.txt").is_file());
+    let o = Command::new(env!("CARGO_BIN_EXE_kleinrock"))
+        .args(["run", file.to_str().unwrap(), "--out", "."])
+        .current_dir(&precious)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(precious.join("notes.txt").is_file());
+    // An earlier kleinrock output is replaced.
+    let out = dir.join("out");
+    for _ in 0..2 {
+        let o = kleinrock(&[
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(out.join("summary.json").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}

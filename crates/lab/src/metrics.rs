@@ -3,6 +3,7 @@
 //! earliest of its stop, its completion and the end of the run.
 
 use crate::scenario::Scenario;
+use kleinrock_cc::units::duration_nanos;
 use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::SimResult;
 use serde::Serialize;
@@ -14,6 +15,9 @@ pub struct FlowMetrics {
     pub name: String,
     /// Controller name (`datagram` for unresponsive flows).
     pub cc: String,
+    /// Active time in the window, s (see the module doc); zero for a flow that finished before
+    /// the window opened.
+    pub active_s: f64,
     /// Goodput: application bytes delivered to the receiver in order, each byte once, per
     /// second of active time; bits per second.
     pub goodput_bps: f64,
@@ -81,6 +85,8 @@ pub struct Summary {
     pub scenario: String,
     /// Sweep assignments of this point.
     pub point: Vec<(String, String)>,
+    /// `--set` overrides applied to the scenario file.
+    pub overrides: Vec<(String, String)>,
     /// Seed.
     pub seed: u64,
     /// Simulated time at the end of the run, s.
@@ -92,7 +98,7 @@ pub struct Summary {
     /// Per link.
     pub links: Vec<LinkMetrics>,
     /// Jain's fairness index (sum x)^2 / (n sum x^2) over the goodputs of the flows that have
-    /// a controller; `None` with fewer than two such flows.
+    /// a controller and were active in the window; `None` with fewer than two such flows.
     pub jain_index: Option<f64>,
 }
 
@@ -104,21 +110,25 @@ pub fn jain_index(xs: &[f64]) -> Option<f64> {
 }
 
 fn ms(ns: Option<f64>) -> Option<f64> {
-    ns.map(|v| v * 1e-6)
+    ns.map(|v| v / 1e6)
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
 }
 
 fn per_second(bytes: u64, active_ns: u64) -> f64 {
     if active_ns == 0 {
         0.0
     } else {
-        bytes as f64 * 8.0 / (active_ns as f64 * 1e-9)
+        bytes as f64 * 8.0 / secs(active_ns)
     }
 }
 
 fn mean_gap_s(times: &[u64]) -> Option<f64> {
     (times.len() >= 2).then(|| {
         let span = times[times.len() - 1] - times[0];
-        span as f64 * 1e-9 / (times.len() - 1) as f64
+        secs(span) / (times.len() - 1) as f64
     })
 }
 
@@ -144,6 +154,7 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
             FlowMetrics {
                 name: s.name.clone(),
                 cc: plan.cc_name().to_string(),
+                active_s: secs(s.active_ns),
                 goodput_bps: per_second(c.bytes_delivered, s.active_ns),
                 throughput_bps: per_second(c.bytes_sent, s.active_ns),
                 loss_rate: if c.packets_sent == 0 {
@@ -162,7 +173,7 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
                 loss_event_distance_s: mean_gap_s(&s.loss_event_times),
                 completion_s: s
                     .completion_ns
-                    .map(|t| (t as f64 - plan.start.as_nanos() as f64) * 1e-9),
+                    .map(|t| secs(t.saturating_sub(duration_nanos(plan.start)))),
                 delivered_bytes: c.bytes_delivered,
                 retransmitted_bytes: c.bytes_retransmitted,
             }
@@ -191,15 +202,16 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
         .collect();
     let goodputs: Vec<f64> = flows
         .iter()
-        .filter(|f| f.cc != "datagram")
+        .filter(|f| f.cc != "datagram" && f.active_s > 0.0)
         .map(|f| f.goodput_bps)
         .collect();
     Summary {
         scenario: scenario.name.clone(),
         point: scenario.point.clone(),
+        overrides: scenario.overrides.clone(),
         seed: scenario.seed,
-        end_s: result.end_ns as f64 * 1e-9,
-        warmup_s: result.warmup_ns as f64 * 1e-9,
+        end_s: secs(result.end_ns),
+        warmup_s: secs(result.warmup_ns),
         flows,
         links,
         jain_index: jain_index(&goodputs),

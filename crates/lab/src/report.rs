@@ -84,10 +84,11 @@ fn flow_cells(f: &FlowMetrics) -> Vec<String> {
         num(f.rtt_p99_ms, 1),
         num(f.owqd_mean_ms, 1),
         num(f.loss_event_distance_s, 2),
+        num(f.completion_s, 3),
     ]
 }
 
-const FLOW_HEADER: [&str; 10] = [
+const FLOW_HEADER: [&str; 11] = [
     "Gput Mbps",
     "Tput Mbps",
     "Loss %",
@@ -98,6 +99,7 @@ const FLOW_HEADER: [&str; 10] = [
     "RTTp99",
     "OWQD ms",
     "LED s",
+    "FCT s",
 ];
 
 /// The flows and links of one run.
@@ -128,13 +130,14 @@ pub fn run_tables(s: &Summary) -> String {
             l.random_losses.to_string(),
         ]);
     }
+    let assignments: Vec<(String, String)> = s.point.iter().chain(&s.overrides).cloned().collect();
     let mut out = format!(
         "{}{}  (simulated {:.1} s, measured from {:.1} s, seed {})\n\n",
         s.scenario,
-        if s.point.is_empty() {
+        if assignments.is_empty() {
             String::new()
         } else {
-            format!(" [{}]", label(&s.point))
+            format!(" [{}]", label(&assignments))
         },
         s.end_s,
         s.warmup_s,

@@ -28,17 +28,40 @@ enum Step {
     Index(usize),
 }
 
+/// Splits `flows.0.cc`, `flows[0].cc` or `sweep."flows.0.cc"` into steps; a quoted part is
+/// one key even if it contains dots.
 fn parse_path(path: &str) -> Result<Vec<Step>, String> {
+    let mut parts: Vec<(String, bool)> = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted
+                .find('"')
+                .ok_or_else(|| format!("`{path}` has an unclosed quote"))?;
+            parts.push((quoted[..end].to_string(), true));
+            rest = quoted[end + 1..]
+                .strip_prefix('.')
+                .unwrap_or(&quoted[end + 1..]);
+        } else {
+            let end = rest.find('.').unwrap_or(rest.len());
+            parts.push((rest[..end].to_string(), false));
+            rest = rest.get(end + 1..).unwrap_or("");
+        }
+    }
     let mut steps = Vec::new();
-    for part in path.split('.') {
-        let (key, rest) = part.split_once('[').unwrap_or((part, ""));
+    for (part, quoted) in parts {
+        if quoted {
+            steps.push(Step::Key(part));
+            continue;
+        }
+        let (key, indices) = part.split_once('[').unwrap_or((&part, ""));
         if !key.is_empty() {
             steps.push(match key.parse::<usize>() {
                 Ok(i) => Step::Index(i),
                 Err(_) => Step::Key(key.to_string()),
             });
         }
-        for idx in rest.split('[').filter(|s| !s.is_empty()) {
+        for idx in indices.split('[').filter(|s| !s.is_empty()) {
             let i = idx
                 .trim_end_matches(']')
                 .parse()
@@ -173,6 +196,8 @@ mod tests {
         assert_eq!(t["flows"][0]["cc"].as_str(), Some("cubic"));
         assert_eq!(t["flows"][0]["params"]["beta"].as_float(), Some(0.5));
         assert!(set_path(&mut t, "flows.3.cc", Value::Integer(1)).is_err());
+        set_path(&mut t, "sweep.\"flows.0.cc\"", Value::Array(vec![])).unwrap();
+        assert!(t["sweep"]["flows.0.cc"].as_array().is_some());
     }
 
     #[test]
