@@ -53,9 +53,11 @@ fn link(name: &str, delay_ms: u64, buffer: u64) -> LinkConfig {
     }
 }
 
-fn run(
+/// Runs one flow driven by a [`Recorder`] with a window of `cwnd_packets`.
+fn simulate(
     cwnd_packets: u64,
-    forward: LinkConfig,
+    links: Vec<LinkConfig>,
+    reverse: Vec<usize>,
     transport: TransportConfig,
     app: AppConfig,
 ) -> (SimResult, Arc<Mutex<Log>>) {
@@ -69,7 +71,7 @@ fn run(
         seed: 3,
         warmup: Duration::ZERO,
         trace_interval: None,
-        links: vec![forward, link("return", 25, 1000)],
+        links,
         flows: vec![FlowConfig {
             name: "f".into(),
             kind: FlowKind::Reliable {
@@ -77,7 +79,7 @@ fn run(
                 transport,
             },
             forward: vec![0],
-            reverse: vec![1],
+            reverse,
             app,
             start: Duration::ZERO,
             stop: None,
@@ -85,6 +87,17 @@ fn run(
     })
     .run();
     (result, log)
+}
+
+/// One flow over `forward` and a 25 ms return link.
+fn run(
+    cwnd_packets: u64,
+    forward: LinkConfig,
+    transport: TransportConfig,
+    app: AppConfig,
+) -> (SimResult, Arc<Mutex<Log>>) {
+    let links = vec![forward, link("return", 25, 1000)];
+    simulate(cwnd_packets, links, vec![1], transport, app)
 }
 
 const BULK: AppConfig = AppConfig::Bulk { bytes: None };
@@ -174,38 +187,6 @@ fn blackouts_trigger_pto_and_persistent_congestion_and_the_transfer_completes() 
     assert_eq!(c.bytes_delivered, 1_000_000);
 }
 
-fn one_flow(
-    links: Vec<LinkConfig>,
-    reverse: Vec<usize>,
-    t: TransportConfig,
-    app: AppConfig,
-) -> SimResult {
-    let log = Arc::new(Mutex::new(Log::default()));
-    Simulator::new(SimConfig {
-        duration: Duration::from_secs(20),
-        seed: 3,
-        warmup: Duration::ZERO,
-        trace_interval: None,
-        links,
-        flows: vec![FlowConfig {
-            name: "f".into(),
-            kind: FlowKind::Reliable {
-                controller: Box::new(Recorder {
-                    cwnd: 30 * 1500,
-                    log,
-                }),
-                transport: t,
-            },
-            forward: vec![0],
-            reverse,
-            app,
-            start: Duration::ZERO,
-            stop: None,
-        }],
-    })
-    .run()
-}
-
 #[test]
 fn a_delayed_ack_goes_out_after_max_ack_delay() {
     // Three packets with delayed ACKs: the 2nd is ACKed at once, the 3rd after max_ack_delay
@@ -217,12 +198,7 @@ fn a_delayed_ack_goes_out_after_max_ack_delay() {
     let app = AppConfig::Bulk {
         bytes: Some(3 * 1460),
     };
-    let r = one_flow(
-        vec![link("fwd", 25, 100), link("return", 25, 100)],
-        vec![1],
-        t,
-        app,
-    );
+    let (r, _) = run(30, link("fwd", 25, 100), t, app);
     assert_eq!(r.flows[0].counters.ptos, 0);
     assert!(r.end_ns < 80_000_000, "finished at {} ns", r.end_ns);
 }
@@ -232,7 +208,8 @@ fn acks_over_an_empty_reverse_path_arrive_at_once() {
     let app = AppConfig::Bulk {
         bytes: Some(1_000_000),
     };
-    let r = one_flow(
+    let (r, _) = simulate(
+        30,
         vec![link("fwd", 25, 100)],
         vec![],
         TransportConfig::default(),
@@ -251,12 +228,7 @@ fn a_rate_step_applies_to_the_packet_on_the_wire() {
     fwd.rate = Rate::from_bits_per_sec(100e3);
     fwd.schedule = vec![(Duration::from_millis(10), Rate::from_bits_per_sec(10e6))];
     let app = AppConfig::Bulk { bytes: Some(1460) };
-    let r = one_flow(
-        vec![fwd, link("return", 25, 100)],
-        vec![1],
-        TransportConfig::default(),
-        app,
-    );
+    let (r, _) = run(30, fwd, TransportConfig::default(), app);
     let done = r.flows[0].completion_ns.unwrap();
     assert!(
         (36_000_000..36_200_000).contains(&done),
