@@ -199,6 +199,9 @@ pub struct ControllerConfig {
     pub initial_window_packets: u64,
     /// Minimum window in packets (RFC 9002 §7.2: 2).
     pub minimum_window_packets: u64,
+    /// Seed for a controller's own random choices (e.g. BBR's ProbeBW start phase); the
+    /// transport derives it from the scenario seed and the flow, so runs are reproducible.
+    pub seed: u64,
 }
 
 impl ControllerConfig {
@@ -219,6 +222,7 @@ impl Default for ControllerConfig {
             max_datagram_size: 1500,
             initial_window_packets: 10,
             minimum_window_packets: 2,
+            seed: 0,
         }
     }
 }

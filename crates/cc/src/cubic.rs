@@ -555,6 +555,7 @@ mod tests {
             max_datagram_size: MSS,
             initial_window_packets,
             minimum_window_packets: 2,
+            seed: 0,
         }
     }
 

@@ -202,7 +202,8 @@ impl Scenario {
         let flows = self
             .flows
             .iter()
-            .map(|f| FlowConfig {
+            .enumerate()
+            .map(|(i, f)| FlowConfig {
                 name: f.name.clone(),
                 kind: match &f.transport {
                     FlowTransport::Reliable {
@@ -210,7 +211,7 @@ impl Scenario {
                         params,
                         transport,
                     } => FlowKind::Reliable {
-                        controller: build(cc, params, &controller_config(transport))
+                        controller: build(cc, params, &controller_config(transport, self.seed, i))
                             .expect("controllers are checked when the scenario is loaded"),
                         transport: *transport,
                     },
@@ -247,9 +248,14 @@ impl Scenario {
     }
 }
 
-fn controller_config(t: &TransportConfig) -> ControllerConfig {
+/// The controller settings of a flow: its transport's packet size, and a seed derived from the
+/// scenario seed and the flow's index (so flows draw different, reproducible numbers).
+fn controller_config(t: &TransportConfig, scenario_seed: u64, flow: usize) -> ControllerConfig {
     ControllerConfig {
         max_datagram_size: u64::from(t.packet_size),
+        seed: scenario_seed
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(flow as u64 + 1),
         ..ControllerConfig::default()
     }
 }
@@ -733,7 +739,7 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
     })?;
     let params = resolve_params(&f.params, &at("params"))?;
     let transport = resolve_transport(f, at)?;
-    build(&cc, &params, &controller_config(&transport)).map_err(|e| match e {
+    build(&cc, &params, &controller_config(&transport, 0, 0)).map_err(|e| match e {
         kleinrock_cc::BuildError::Param(p) => (format!("{}.{}", at("params"), p.name), p.message),
         other => (at("cc"), other.to_string()),
     })?;
