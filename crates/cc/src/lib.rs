@@ -8,6 +8,8 @@
 //! ([`rtt`]), the delivery-rate sampler ([`delivery_rate`]), the one-way queuing-delay
 //! estimator ([`owqd`]) and the [`registry`] that builds any controller from a name.
 
+pub mod bbr;
+pub mod bbr2;
 pub mod controller;
 pub mod cubic;
 pub mod delivery_rate;

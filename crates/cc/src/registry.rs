@@ -3,7 +3,7 @@
 
 use crate::controller::{Controller, ControllerConfig};
 use crate::params::{ParamError, ParamReader, ParamSpec, Params};
-use crate::{cubic, newreno};
+use crate::{bbr, bbr2, cubic, newreno};
 use std::fmt;
 
 /// Builds a controller from its checked parameters.
@@ -52,7 +52,7 @@ impl std::error::Error for BuildError {}
 
 /// Every registered controller, in the order `kleinrock list` shows them.
 pub fn controllers() -> &'static [ControllerInfo] {
-    const ALL: &[ControllerInfo] = &[newreno::INFO, cubic::INFO];
+    const ALL: &[ControllerInfo] = &[newreno::INFO, cubic::INFO, bbr::INFO, bbr2::INFO];
     ALL
 }
 
