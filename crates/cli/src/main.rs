@@ -54,6 +54,18 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Reproduce a paper's experiments and print our figures beside the paper's.
+    Reproduce {
+        /// The paper: one of the names `kleinrock reproduce --list` shows.
+        #[arg(required_unless_present = "list")]
+        paper: Option<String>,
+        /// List the reproducible papers.
+        #[arg(long)]
+        list: bool,
+        /// Write report.txt and the data behind each figure (CSV) to this directory.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Measure simulated bottleneck packets per wall second on the reference workloads.
     Bench {
         /// Simulated seconds per workload.
@@ -72,6 +84,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Demo { out } => cmd_demo(out),
+        Command::Reproduce { paper, list, out } => cmd_reproduce(paper, list, out),
         Command::Bench { seconds } => bench::run(seconds),
     };
     match result {
@@ -171,6 +184,35 @@ fn cmd_demo(out: Option<PathBuf>) -> Result<(), String> {
     );
     if let Some(dir) = out {
         save(&dir, &outputs, true)?;
+    }
+    Ok(())
+}
+
+fn cmd_reproduce(paper: Option<String>, list: bool, out: Option<PathBuf>) -> Result<(), String> {
+    let papers = kleinrock_lab::reproduce::papers();
+    let names = || papers.iter().map(|p| p.name).collect::<Vec<_>>().join(", ");
+    if list {
+        for p in papers {
+            emit(&format!("{:<8} {}\n", p.name, p.title));
+        }
+        return Ok(());
+    }
+    let name = paper.unwrap_or_default();
+    let info = kleinrock_lab::reproduce::find(&name)
+        .ok_or_else(|| format!("unknown paper `{name}`; accepted: {}", names()))?;
+    if let Some(dir) = &out {
+        check_output_dir(dir)?;
+    }
+    let bar = ProgressBar::new_spinner();
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let report = (info.run)(&|step: &str| bar.set_message(format!("running {step}")))?;
+    bar.finish_and_clear();
+    emit(&report.render());
+    if let Some(dir) = out {
+        report
+            .write(&dir)
+            .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+        eprintln!("wrote {}", dir.display());
     }
     Ok(())
 }

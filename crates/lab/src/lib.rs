@@ -2,10 +2,12 @@
 //!
 //! [`scenario::load`] turns a file into validated [`scenario::Scenario`]s (one per sweep
 //! point), [`runner::run`] and [`runner::run_all`] run them in the simulator,
-//! [`metrics`] defines every reported figure, and [`report`] renders tables.
+//! [`metrics`] defines every reported figure, [`report`] renders tables, and [`reproduce`]
+//! runs a paper's experiments and sets our figures beside the paper's.
 
 pub mod metrics;
 pub mod report;
+pub mod reproduce;
 pub mod runner;
 pub mod scenario;
 pub mod sweep;

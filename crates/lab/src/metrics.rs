@@ -76,6 +76,8 @@ pub struct LinkMetrics {
     pub dropped_packets: u64,
     /// Packets lost to the random loss model, in the window.
     pub random_losses: u64,
+    /// Packets dropped by the token-bucket policer, in the window.
+    pub policed_packets: u64,
 }
 
 /// Everything a run reports.
@@ -198,6 +200,7 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
             min_queue_packets: l.min_queue_packets,
             dropped_packets: l.counters.packets_dropped,
             random_losses: l.counters.packets_lost_random,
+            policed_packets: l.counters.packets_policed,
         })
         .collect();
     let goodputs: Vec<f64> = flows

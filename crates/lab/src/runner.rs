@@ -52,7 +52,8 @@ fn file_name(name: &str) -> String {
         .collect()
 }
 
-fn write_file(
+/// Creates `path` (and its parent directories) and fills it with `write`.
+pub fn write_file(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<fs::File>) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -104,11 +105,12 @@ fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
 }
 
 /// Marker files of a kleinrock output directory: only such a directory is ever replaced.
-const MARKERS: [&str; 2] = ["summary.json", "sweep.json"];
+const MARKERS: [&str; 3] = ["summary.json", "sweep.json", "report.txt"];
 
 /// Checks, before anything runs, that results can go to `dir`: it is not a file, not the
 /// working directory or one of its parents, and if it exists and is not empty it is an earlier
-/// kleinrock output (it holds `summary.json` or `sweep.json`). Returns its absolute path.
+/// kleinrock output (it holds `summary.json`, `sweep.json` or `report.txt`). Returns its
+/// absolute path.
 pub fn check_output_dir(dir: &Path) -> Result<PathBuf, String> {
     let abs = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let shown = dir.display();
@@ -139,13 +141,22 @@ pub fn check_output_dir(dir: &Path) -> Result<PathBuf, String> {
 }
 
 /// Writes the results to `dir` (checked by [`check_output_dir`]): one run directly in it; a
-/// sweep as `sweep.json` plus one `point-<i>` directory per point. Everything is written to a
-/// temporary sibling first and moved into place when complete, so `dir` is never left
-/// half-written; an earlier output in `dir` is replaced.
+/// sweep as `sweep.json` plus one `point-<i>` directory per point.
 pub fn write_outputs(dir: &Path, outputs: &[RunOutput], is_sweep: bool) -> io::Result<()> {
+    write_atomically(dir, |tmp| write_tree(tmp, outputs, is_sweep))
+}
+
+/// Runs `write` on a temporary sibling of `dir` and moves the result into place when it
+/// succeeds, so `dir` is never left half-written; an earlier kleinrock output in `dir` is
+/// replaced, and anything else refused (see [`check_output_dir`]).
+pub fn write_atomically(
+    dir: &Path,
+    write: impl FnOnce(&Path) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = check_output_dir(dir).map_err(io::Error::other)?;
     let tmp = sibling(&dir, "partial");
-    let result = write_tree(&tmp, outputs, is_sweep).and_then(|()| replace(&dir, &tmp));
+    fs::create_dir_all(&tmp)?;
+    let result = write(&tmp).and_then(|()| replace(&dir, &tmp));
     if result.is_err() {
         let _ = fs::remove_dir_all(&tmp);
     }

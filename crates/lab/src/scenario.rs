@@ -6,8 +6,8 @@ use crate::sweep::{expand, SweepPoint};
 use kleinrock_cc::units::{parse_bytes, parse_duration, parse_rate};
 use kleinrock_cc::{build, ControllerConfig, ParamValue, Params, Rate};
 use kleinrock_sim::{
-    AppConfig, BufferLimit, FlowConfig, FlowKind, LinkConfig, LossConfig, QdiscConfig, SimConfig,
-    TransportConfig,
+    AppConfig, BufferLimit, FlowConfig, FlowKind, LinkConfig, LossConfig, PolicerConfig,
+    QdiscConfig, SimConfig, TransportConfig,
 };
 use serde::Deserialize;
 use std::fmt;
@@ -70,8 +70,16 @@ struct LinkSpec {
     initial_quantum: Option<String>,
     bdp_rtt: Option<String>,
     loss: Option<LossSpec>,
+    policer: Option<PolicerSpec>,
     #[serde(default)]
     rate_schedule: Vec<RateStepSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicerSpec {
+    rate: String,
+    burst: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -494,6 +502,13 @@ fn resolve_link(
         None => LossConfig::None,
         Some(spec) => field(at("loss"), resolve_loss(spec))?,
     };
+    let policer = match &l.policer {
+        Some(p) => Some(PolicerConfig {
+            rate: field(at("policer.rate"), parse_rate(&p.rate))?,
+            burst: field(at("policer.burst"), parse_bytes(&p.burst))?,
+        }),
+        None => None,
+    };
     let mut schedule = Vec::new();
     for (k, s) in l.rate_schedule.iter().enumerate() {
         let t = field(at(&format!("rate_schedule[{k}].at")), parse_duration(&s.at))?;
@@ -507,6 +522,7 @@ fn resolve_link(
         delay,
         jitter,
         loss,
+        policer,
         qdisc,
         buffer,
     })

@@ -21,10 +21,23 @@ pub struct LinkConfig {
     pub jitter: Duration,
     /// Random loss applied to packets arriving at the link.
     pub loss: LossConfig,
+    /// A token-bucket policer in front of the queue, if any.
+    pub policer: Option<PolicerConfig>,
     /// Queue discipline.
     pub qdisc: QdiscConfig,
     /// Buffer size.
     pub buffer: BufferLimit,
+}
+
+/// A token-bucket policer: tokens (bytes) accrue at `rate` up to `burst`; a packet passes if
+/// the bucket holds its size, which it then spends, and is dropped otherwise. The bucket starts
+/// full.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PolicerConfig {
+    /// Token fill rate.
+    pub rate: Rate,
+    /// Bucket depth in bytes.
+    pub burst: u64,
 }
 
 /// What the application at a flow's sender offers.

@@ -25,7 +25,9 @@ pub mod sender;
 pub mod stats;
 pub mod trace;
 
-pub use config::{AppConfig, FlowConfig, FlowKind, LinkConfig, SimConfig, TransportConfig};
+pub use config::{
+    AppConfig, FlowConfig, FlowKind, LinkConfig, PolicerConfig, SimConfig, TransportConfig,
+};
 pub use loss::LossConfig;
 pub use network::Simulator;
 pub use queue::{BufferLimit, QdiscConfig};

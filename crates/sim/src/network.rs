@@ -438,11 +438,12 @@ impl Simulator {
         }
         for (link, series) in self.links.iter().zip(&mut trace.links) {
             series.begin(t);
-            let (dropped, lost) = link.drops();
+            let (dropped, lost, policed) = link.drops();
             series.set("queue_packets", link.queue_packets() as f64);
             series.set("queue_bytes", link.queue_bytes() as f64);
             series.set("dropped_packets", dropped as f64);
             series.set("lost_random_packets", lost as f64);
+            series.set("policed_packets", policed as f64);
             series.set("transmitted_bytes", link.bytes_transmitted() as f64);
             series.set("rate_bps", link.rate().bits_per_sec());
             series.end();
@@ -487,6 +488,8 @@ fn sample_flow(flow: &Flow, series: &mut Series) {
             series.set("srtt_ms", ms(sender.rtt().smoothed()));
             series.set("latest_rtt_ms", ms(sender.rtt().latest()));
             series.set("delivered_bytes", receiver.delivered as f64);
+            series.set("sent_packets", sender.stats.counters.packets_sent as f64);
+            series.set("lost_packets", sender.stats.counters.packets_lost as f64);
             series.set_state(&cc.state());
         }
         Endpoints::Datagram {

@@ -90,6 +90,8 @@ pub struct LinkCounters {
     pub packets_dropped: u64,
     /// Packets lost to the random loss model.
     pub packets_lost_random: u64,
+    /// Packets dropped by the token-bucket policer.
+    pub packets_policed: u64,
     /// Integral of the queue's fill fraction over time, fraction x ns.
     pub fill_integral: f64,
     /// Capacity of the link integrated over time, bytes (the denominator of utilisation).
@@ -104,6 +106,7 @@ impl LinkCounters {
             packets_transmitted: self.packets_transmitted - earlier.packets_transmitted,
             packets_dropped: self.packets_dropped - earlier.packets_dropped,
             packets_lost_random: self.packets_lost_random - earlier.packets_lost_random,
+            packets_policed: self.packets_policed - earlier.packets_policed,
             fill_integral: self.fill_integral - earlier.fill_integral,
             capacity_bytes: self.capacity_bytes - earlier.capacity_bytes,
         }

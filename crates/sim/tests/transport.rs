@@ -48,6 +48,7 @@ fn link(name: &str, delay_ms: u64, buffer: u64) -> LinkConfig {
         delay: Duration::from_millis(delay_ms),
         jitter: Duration::ZERO,
         loss: LossConfig::None,
+        policer: None,
         qdisc: QdiscConfig::Fifo,
         buffer: BufferLimit::Packets(buffer),
     }

@@ -1,0 +1,128 @@
+//! Paper reproductions. Each paper's experiments are scenario files (embedded in the binary,
+//! the same files as under `scenarios/<paper>/`), run, reduced to the paper's figures, and
+//! reported beside what the paper states: a table of our numbers per figure, each claim of the
+//! paper with our measurement and whether it holds, and the data behind the figure as CSV.
+
+pub mod bbr;
+mod traces;
+
+use crate::runner::{run_all, write_atomically, write_file, RunOutput};
+use crate::scenario::{parse, ScenarioSet};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// One statement of a paper (or of our acceptance criterion derived from it) and what we
+/// measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    /// What the paper states, with the criterion we check it by.
+    pub paper: String,
+    /// What we measured.
+    pub ours: String,
+    /// Whether our measurement meets the criterion.
+    pub holds: bool,
+}
+
+/// One figure (or in-text experiment) of a paper.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figure {
+    /// The paper's label, e.g. "Fig. 10".
+    pub id: String,
+    /// What it shows.
+    pub title: String,
+    /// Our numbers as a rendered table.
+    pub table: String,
+    /// The paper's claims and our measurements.
+    pub claims: Vec<Claim>,
+    /// The data behind the figure: `(file name, CSV text)`.
+    pub data: Vec<(String, String)>,
+}
+
+/// A paper's reproduction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Short name (`bbr`).
+    pub paper: String,
+    /// The paper's title.
+    pub title: String,
+    /// Figures, in the paper's order.
+    pub figures: Vec<Figure>,
+}
+
+impl Report {
+    /// The report as text: per figure, our table and the claims.
+    pub fn render(&self) -> String {
+        let mut out = format!("{}\n{}\n", self.title, "=".repeat(self.title.len()));
+        for f in &self.figures {
+            out.push_str(&format!("\n{}: {}\n\n{}", f.id, f.title, f.table));
+            for c in &f.claims {
+                let mark = if c.holds { "holds" } else { "DOES NOT HOLD" };
+                out.push_str(&format!("  paper: {}\n  ours:  {} [{mark}]\n", c.paper, c.ours));
+            }
+        }
+        let (held, total) = self.tally();
+        out.push_str(&format!("\n{held} of {total} claims hold.\n"));
+        out
+    }
+
+    /// Claims that hold, and all claims.
+    pub fn tally(&self) -> (usize, usize) {
+        let claims = self.figures.iter().flat_map(|f| &f.claims);
+        let total = claims.clone().count();
+        (claims.filter(|c| c.holds).count(), total)
+    }
+
+    /// Writes `report.txt` and each figure's data as `data/<file>.csv` to `dir`, atomically.
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        write_atomically(dir, |tmp| {
+            write_file(&tmp.join("report.txt"), |w| w.write_all(self.render().as_bytes()))?;
+            for f in &self.figures {
+                for (name, csv) in &f.data {
+                    write_file(&tmp.join("data").join(name), |w| w.write_all(csv.as_bytes()))?;
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A reproducible paper.
+pub struct PaperInfo {
+    /// Short name used on the command line.
+    pub name: &'static str,
+    /// The paper's title.
+    pub title: &'static str,
+    /// Runs every experiment; `progress` is told which one is running.
+    pub run: fn(&(dyn Fn(&str) + Sync)) -> Result<Report, String>,
+}
+
+/// Every reproducible paper.
+pub fn papers() -> &'static [PaperInfo] {
+    const ALL: &[PaperInfo] = &[bbr::INFO];
+    ALL
+}
+
+/// The paper called `name`.
+pub fn find(name: &str) -> Option<&'static PaperInfo> {
+    papers().iter().find(|p| p.name == name)
+}
+
+/// Parses an embedded scenario file and runs every point of it.
+fn run_embedded(
+    origin: &str,
+    text: &str,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(ScenarioSet, Vec<RunOutput>), String> {
+    let stem = Path::new(origin)
+        .file_stem()
+        .map_or(origin.to_string(), |s| s.to_string_lossy().into_owned());
+    let set = parse(text, origin, &stem, &[]).map_err(|e| e.to_string())?;
+    progress(&format!("{origin} ({} runs)", set.points.len()));
+    let outputs = run_all(&set.points, || {});
+    Ok((set, outputs))
+}
+
+/// `v` with `digits` decimals.
+fn fmt(v: f64, digits: usize) -> String {
+    format!("{v:.digits$}")
+}
