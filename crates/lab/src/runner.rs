@@ -149,10 +149,7 @@ pub fn write_outputs(dir: &Path, outputs: &[RunOutput], is_sweep: bool) -> io::R
 /// Runs `write` on a temporary sibling of `dir` and moves the result into place when it
 /// succeeds, so `dir` is never left half-written; an earlier kleinrock output in `dir` is
 /// replaced, and anything else refused (see [`check_output_dir`]).
-pub fn write_atomically(
-    dir: &Path,
-    write: impl FnOnce(&Path) -> io::Result<()>,
-) -> io::Result<()> {
+pub fn write_atomically(dir: &Path, write: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<()> {
     let dir = check_output_dir(dir).map_err(io::Error::other)?;
     let tmp = sibling(&dir, "partial");
     fs::create_dir_all(&tmp)?;

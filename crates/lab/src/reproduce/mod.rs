@@ -15,6 +15,8 @@ use std::path::Path;
 /// measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Claim {
+    /// A short stable name, for tests and scripts.
+    pub key: &'static str,
     /// What the paper states, with the criterion we check it by.
     pub paper: String,
     /// What we measured.
@@ -57,7 +59,10 @@ impl Report {
             out.push_str(&format!("\n{}: {}\n\n{}", f.id, f.title, f.table));
             for c in &f.claims {
                 let mark = if c.holds { "holds" } else { "DOES NOT HOLD" };
-                out.push_str(&format!("  paper: {}\n  ours:  {} [{mark}]\n", c.paper, c.ours));
+                out.push_str(&format!(
+                    "  paper: {}\n  ours:  {} [{mark}]\n",
+                    c.paper, c.ours
+                ));
             }
         }
         let (held, total) = self.tally();
@@ -75,16 +80,23 @@ impl Report {
     /// Writes `report.txt` and each figure's data as `data/<file>.csv` to `dir`, atomically.
     pub fn write(&self, dir: &Path) -> io::Result<()> {
         write_atomically(dir, |tmp| {
-            write_file(&tmp.join("report.txt"), |w| w.write_all(self.render().as_bytes()))?;
+            write_file(&tmp.join("report.txt"), |w| {
+                w.write_all(self.render().as_bytes())
+            })?;
             for f in &self.figures {
                 for (name, csv) in &f.data {
-                    write_file(&tmp.join("data").join(name), |w| w.write_all(csv.as_bytes()))?;
+                    write_file(&tmp.join("data").join(name), |w| {
+                        w.write_all(csv.as_bytes())
+                    })?;
                 }
             }
             Ok(())
         })
     }
 }
+
+/// Told which experiment is running.
+pub type Progress<'a> = &'a (dyn Fn(&str) + Sync);
 
 /// A reproducible paper.
 pub struct PaperInfo {
@@ -93,7 +105,7 @@ pub struct PaperInfo {
     /// The paper's title.
     pub title: &'static str,
     /// Runs every experiment; `progress` is told which one is running.
-    pub run: fn(&(dyn Fn(&str) + Sync)) -> Result<Report, String>,
+    pub run: fn(Progress) -> Result<Report, String>,
 }
 
 /// Every reproducible paper.
@@ -111,7 +123,7 @@ pub fn find(name: &str) -> Option<&'static PaperInfo> {
 fn run_embedded(
     origin: &str,
     text: &str,
-    progress: &(dyn Fn(&str) + Sync),
+    progress: Progress,
 ) -> Result<(ScenarioSet, Vec<RunOutput>), String> {
     let stem = Path::new(origin)
         .file_stem()
