@@ -206,3 +206,14 @@ fn out_never_replaces_a_directory_that_is_not_ours() {
     assert!(out.join("summary.json").is_file());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn reproduce_lists_papers_and_rejects_unknown_ones() {
+    let o = kleinrock(&["reproduce", "--list"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("bbr"));
+    let o = kleinrock(&["reproduce", "bbrr"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bbrr") && err.contains("accepted: bbr"), "{err}");
+}
