@@ -445,6 +445,8 @@ pub struct Bbr2 {
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
     idle: bool,
+    /// Whether a packet has been sent (the clocks start at the first one).
+    started: bool,
     idle_restart: bool,
 
     full_bw: Rate,
@@ -529,6 +531,7 @@ impl Bbr2 {
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
             idle: false,
+            started: false,
             idle_restart: false,
             full_bw: Rate::ZERO,
             full_bw_cnt: 0,
@@ -1535,6 +1538,11 @@ impl Bbr2 {
 
 impl Controller for Bbr2 {
     fn on_sent(&mut self, now: Instant, packet: &SentPacket) {
+        if !std::mem::replace(&mut self.started, true) {
+            // tcp_bbr2.c bbr2_init: the min-RTT and ProbeRTT clocks start with the connection.
+            self.min_rtt_stamp = now;
+            self.probe_rtt_min_stamp = now;
+        }
         if std::mem::take(&mut self.idle) {
             self.on_restart_from_idle(now);
         }
@@ -2603,6 +2611,23 @@ mod tests {
         let slow_off = ecn_run(false, ms(20));
         assert_eq!(slow_on.cwnds, slow_off.cwnds);
         assert_ne!(slow_off.cwnds, off.cwnds);
+    }
+
+    #[test]
+    fn a_late_starting_flow_does_not_begin_in_probe_rtt() {
+        // tcp_bbr2.c bbr2_init stamps the min-RTT and ProbeRTT clocks when the connection
+        // starts, so a flow starting 8 s into a run (later than the 5 s ProbeRTT interval)
+        // begins in Startup and stays out of ProbeRTT for its first half second.
+        let mut p = Pipe::new(mbps(10.0), ms(50), 2.0);
+        let start = at_ms(8000);
+        p.now = start;
+        p.next_send = start;
+        p.link_free = start;
+        let mut cc = bbr2(1);
+        let mut modes = Vec::new();
+        p.run(&mut cc, at_ms(8500), |_, c| modes.push(c.state().mode));
+        assert!(!modes.is_empty());
+        assert!(!modes.contains(&"probe_rtt"), "modes: {modes:?}");
     }
 
     #[test]

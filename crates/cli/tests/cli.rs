@@ -215,5 +215,8 @@ fn reproduce_lists_papers_and_rejects_unknown_ones() {
     let o = kleinrock(&["reproduce", "bbrr"]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bbrr") && err.contains("accepted: bbr"), "{err}");
+    assert!(
+        err.contains("bbrr") && err.contains("accepted: bbr"),
+        "{err}"
+    );
 }
