@@ -17,9 +17,11 @@ pub mod minmax;
 pub mod newreno;
 pub mod owqd;
 pub mod params;
+pub mod quic_dc;
 pub mod registry;
 pub mod rtt;
 pub mod units;
+pub mod westwood;
 
 pub use controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,

@@ -3,7 +3,7 @@
 
 use crate::controller::{Controller, ControllerConfig};
 use crate::params::{ParamError, ParamReader, ParamSpec, Params};
-use crate::{bbr, bbr2, cubic, newreno};
+use crate::{bbr, bbr2, cubic, newreno, quic_dc, westwood};
 use std::fmt;
 
 /// Builds a controller from its checked parameters.
@@ -52,7 +52,15 @@ impl std::error::Error for BuildError {}
 
 /// Every registered controller, in the order `kleinrock list` shows them.
 pub fn controllers() -> &'static [ControllerInfo] {
-    const ALL: &[ControllerInfo] = &[newreno::INFO, cubic::INFO, bbr::INFO, bbr2::INFO];
+    const ALL: &[ControllerInfo] = &[
+        newreno::INFO,
+        cubic::INFO,
+        bbr::INFO,
+        bbr2::INFO,
+        westwood::INFO,
+        quic_dc::INFO,
+        quic_dc::RTT_DC_INFO,
+    ];
     ALL
 }
 

@@ -103,16 +103,31 @@ fn set_in(mut cur: &mut Value, steps: &[Step], path: &str, value: Value) -> Resu
             _ => return Err(not_found()),
         };
     }
-    match (last, cur) {
-        (Step::Key(k), Value::Table(t)) => {
-            t.insert(k.clone(), value);
-            Ok(())
+    let slot = match (last, cur) {
+        (Step::Key(k), Value::Table(t)) => t.entry(k.clone()).or_insert(Value::Boolean(false)),
+        (Step::Index(i), Value::Array(a)) if *i < a.len() => &mut a[*i],
+        _ => return Err(not_found()),
+    };
+    merge(slot, value);
+    Ok(())
+}
+
+/// Puts `value` into `slot`: a table merges key by key into a table already there (so a sweep
+/// value `{ cc = "westwood" }` changes one flow's controller and keeps its paths); anything
+/// else replaces.
+fn merge(slot: &mut Value, value: Value) {
+    match (slot, value) {
+        (Value::Table(old), Value::Table(new)) => {
+            for (k, v) in new {
+                match old.get_mut(&k) {
+                    Some(existing) => merge(existing, v),
+                    None => {
+                        old.insert(k, v);
+                    }
+                }
+            }
         }
-        (Step::Index(i), Value::Array(a)) if *i < a.len() => {
-            a[*i] = value;
-            Ok(())
-        }
-        _ => Err(not_found()),
+        (slot, value) => *slot = value,
     }
 }
 
@@ -197,6 +212,15 @@ mod tests {
         assert_eq!(t["flows"][0]["params"]["beta"].as_float(), Some(0.5));
         assert!(set_path(&mut t, "flows.3.cc", Value::Integer(1)).is_err());
         set_path(&mut t, "sweep.\"flows.0.cc\"", Value::Array(vec![])).unwrap();
+        let flow: Table = "cc = \"westwood\"\nparams = { gamma = 1 }".parse().unwrap();
+        set_path(&mut t, "flows.0", Value::Table(flow)).unwrap();
+        assert_eq!(t["flows"][0]["cc"].as_str(), Some("westwood"));
+        assert_eq!(
+            t["flows"][0]["params"]["beta"].as_float(),
+            Some(0.5),
+            "merged, not replaced"
+        );
+        assert_eq!(t["flows"][0]["params"]["gamma"].as_integer(), Some(1));
         assert!(t["sweep"]["flows.0.cc"].as_array().is_some());
     }
 

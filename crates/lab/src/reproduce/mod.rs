@@ -4,6 +4,7 @@
 //! paper with our measurement and whether it holds, and the data behind the figure as CSV.
 
 pub mod bbr;
+pub mod quic_dc;
 mod traces;
 
 use crate::runner::{run_all, write_atomically, write_file, RunOutput};
@@ -110,7 +111,7 @@ pub struct PaperInfo {
 
 /// Every reproducible paper.
 pub fn papers() -> &'static [PaperInfo] {
-    const ALL: &[PaperInfo] = &[bbr::INFO];
+    const ALL: &[PaperInfo] = &[bbr::INFO, quic_dc::INFO];
     ALL
 }
 
