@@ -6,18 +6,8 @@
 use kleinrock_lab::reproduce::{bbr, Figure};
 
 fn assert_claims(figure: Result<Figure, String>, keys: &[&str]) {
-    let f = figure.unwrap_or_else(|e| panic!("{e}"));
-    for key in keys {
-        let c = f
-            .claims
-            .iter()
-            .find(|c| c.key == *key)
-            .unwrap_or_else(|| panic!("{}: no claim `{key}`", f.id));
-        assert!(
-            c.holds,
-            "{} ({}):\n{}\npaper: {}\nours: {}",
-            f.id, f.title, f.table, c.paper, c.ours
-        );
+    if let Err(e) = figure.and_then(|f| f.check(keys)) {
+        panic!("{e}");
     }
 }
 

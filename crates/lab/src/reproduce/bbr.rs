@@ -45,15 +45,6 @@ pub fn run(progress: Progress) -> Result<Report, String> {
     })
 }
 
-fn claim(key: &'static str, paper: &str, ours: String, holds: bool) -> Claim {
-    Claim {
-        key,
-        paper: paper.to_string(),
-        ours,
-        holds,
-    }
-}
-
 fn trace(out: &RunOutput) -> Result<&Trace, String> {
     out.result
         .trace
@@ -126,21 +117,21 @@ pub fn fig5(progress: Progress) -> Result<Figure, String> {
         title: "bandwidth step 10 -> 20 -> 10 Mbps at 20 s and 40 s, 40 ms RTT".into(),
         table: table.render(),
         claims: vec![
-            claim(
+            Claim::new(
                 "step_up",
                 "\"BBR converges to the new bottleneck rate exponentially fast\" \
                  (criterion: delivery rate >= 90 % of 20 Mbps within 3 s of the step up)",
                 format!("{} s", num(up, 2)),
                 up.is_some_and(|d| d <= 3.0),
             ),
-            claim(
+            Claim::new(
                 "step_down_queue",
                 "after the drop to 10 Mbps the excess queue drains \
                  (criterion: the queue is below 0.5 BDP for good within 3 s)",
                 format!("{} s (peak {} BDP)", fmt(down, 2), fmt(peak, 2)),
                 down <= 3.0,
             ),
-            claim(
+            Claim::new(
                 "goodput_after_step_down",
                 "the link stays full after the drop (criterion: goodput >= 90 % of 10 Mbps)",
                 format!("{} Mbps", fmt(goodput_after / 1e6, 3)),
@@ -217,21 +208,21 @@ pub fn fig6_7(progress: Progress) -> Result<Figure, String> {
         title: "start-up, BBR and Cubic alone on 10 Mbps / 40 ms, 4 BDP buffer, 8 s".into(),
         table: rendered,
         claims: vec![
-            claim(
+            Claim::new(
                 "startup_rounds",
                 "Startup \"discovers BtlBw in log2(BDP) RTTs\" \
                  (criterion: leaves Startup within log2(BDP in packets) + 4 round trips)",
                 format!("{} rounds (bound {})", num(s.exit_round, 0), fmt(bound, 1)),
                 s.exit_round.is_some_and(|r| r <= bound),
             ),
-            claim(
+            Claim::new(
                 "startup_drained",
                 "\"BBR completely drains its startup queue\" \
                  (criterion: queue < 0.1 BDP within 1 s of leaving Drain)",
                 format!("{} s after Drain", num(s.drained_after_s, 3)),
                 s.drained_after_s.is_some_and(|d| d <= 1.0),
             ),
-            claim(
+            Claim::new(
                 "startup_rtt",
                 "Fig. 7: \"CUBIC fills the available buffer ... BBR runs with essentially no \
                  queue\" (criterion: median RTT over 8 s: BBR < 1.25x base, Cubic > 2x base)",
@@ -313,14 +304,14 @@ pub fn fig8(progress: Progress) -> Result<Figure, String> {
         title: "five BBR flows, 1 s apart, on 100 Mbps / 10 ms, 2 BDP buffer, 60 s".into(),
         table: rendered,
         claims: vec![
-            claim(
+            Claim::new(
                 "fair_share",
                 "flows \"converge to a fair share\" (criterion: Jain's index over the last \
                  20 s of 60 s >= 0.9)",
                 fmt(jfi, 4),
                 jfi >= 0.9,
             ),
-            claim(
+            Claim::new(
                 "probe_rtt_sync",
                 "ProbeRTT states are visible and \"self-synchroniz[e]\" (criterion: every flow \
                  enters ProbeRTT, and the last episode has all five flows within 0.5 s)",
@@ -383,20 +374,20 @@ pub fn fig10(progress: Progress) -> Result<Figure, String> {
         title: "goodput vs random loss, 100 Mbps / 100 ms, 60 s, 1 BDP buffer".into(),
         table: table.render(),
         claims: vec![
-            claim(
+            Claim::new(
                 "loss_tolerance",
                 "\"BBR meets this limit [(1 - p) x link] up to a 5% loss\" \
                  (criterion: goodput >= 0.9 x (1 - p) x link for p <= 5 %)",
                 "see table".to_string(),
                 bbr_ok,
             ),
-            claim(
+            Claim::new(
                 "cubic_stalls",
                 "Cubic \"totally stalls above 1%\" (criterion: at 1 % below 10 % of the link)",
                 format!("{} Mbps", fmt(cubic_1 / 1e6, 3)),
                 cubic_1 < 0.1 * link_bps,
             ),
-            claim(
+            Claim::new(
                 "cubic_drop_at_0.1",
                 "Cubic's \"throughput decreases by 10 times at 0.1% loss\" (reported, not \
                  an acceptance criterion)",
@@ -451,14 +442,14 @@ pub fn fig12(progress: Progress) -> Result<Figure, String> {
         title: "steady-state median RTT vs buffer, 8 flows, 128 kbps / 40 ms, 300 s".into(),
         table: table.render(),
         claims: vec![
-            claim(
+            Claim::new(
                 "bbr_rtt_flat",
                 "\"BBR keeps the queue near its minimum, independent of ... buffer size\" \
                  (criterion: BBR's median RTT changes by < 1.5x across the sweep)",
                 format!("{}x", fmt(bs, 2)),
                 bs < 1.5,
             ),
-            claim(
+            Claim::new(
                 "cubic_rtt_grows",
                 "\"CUBIC flows always fill the buffer, so the delay grows linearly with buffer \
                  size\" (criterion: Cubic's median RTT grows > 4x from 50 to 400 packets)",
@@ -520,14 +511,14 @@ pub fn policer(progress: Progress) -> Result<Figure, String> {
         title: "BBR v1 behind a token-bucket policer at 30 % of a 10 Mbps link".into(),
         table: table.render(),
         claims: vec![
-            claim(
+            Claim::new(
                 "policer_detected",
                 "\"we added policer detection and an explicit policer model to BBR\" \
                  (criterion: the long-term model engages, lt_use_bw = 1 in the trace)",
                 format!("engaged at {} s", num(detect.map(|i| flow.time_s[i]), 2)),
                 detect.is_some(),
             ),
-            claim(
+            Claim::new(
                 "policer_loss",
                 "the model cuts the \"continuous moderate losses\" \
                  (criterion: loss after detection < 5 %)",
@@ -576,7 +567,7 @@ pub fn bbr2(progress: Progress) -> Result<Figure, String> {
         title: "BBR v2 (QUIC-DC's baseline), 10 Mbps / 50 ms, 2 BDP buffer, 60 s".into(),
         table: table.render(),
         claims: vec![
-            claim(
+            Claim::new(
                 "bbr2_single",
                 "v2 bounds loss and queue with inflight_hi (criterion: one flow, loss < 1 % and \
                  mean RTT < 1.5x the 50 ms base, whole run)",
@@ -587,7 +578,7 @@ pub fn bbr2(progress: Progress) -> Result<Figure, String> {
                 ),
                 f.loss_rate < 0.01 && rtt_ratio < 1.5,
             ),
-            claim(
+            Claim::new(
                 "bbr2_fair",
                 "two v2 flows share fairly (criterion: Jain's index >= 0.9 after 20 s, \
                  v2alpha defaults)",

@@ -26,6 +26,18 @@ pub struct Claim {
     pub holds: bool,
 }
 
+impl Claim {
+    /// A claim under the stable name `key`.
+    pub fn new(key: &'static str, paper: &str, ours: String, holds: bool) -> Self {
+        Claim {
+            key,
+            paper: paper.to_string(),
+            ours,
+            holds,
+        }
+    }
+}
+
 /// One figure (or in-text experiment) of a paper.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Figure {
@@ -39,6 +51,32 @@ pub struct Figure {
     pub claims: Vec<Claim>,
     /// The data behind the figure: `(file name, CSV text)`.
     pub data: Vec<(String, String)>,
+}
+
+impl Figure {
+    /// Checks that the claims named `keys` hold; the error shows the figure and every claim
+    /// that does not hold or does not exist.
+    pub fn check(&self, keys: &[&str]) -> Result<(), String> {
+        let problems: Vec<String> = keys
+            .iter()
+            .filter_map(|key| match self.claims.iter().find(|c| c.key == *key) {
+                None => Some(format!("no claim `{key}`")),
+                Some(c) if !c.holds => Some(format!("paper: {}\nours: {}", c.paper, c.ours)),
+                Some(_) => None,
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} ({}):\n{}\n{}",
+                self.id,
+                self.title,
+                self.table,
+                problems.join("\n")
+            ))
+        }
+    }
 }
 
 /// A paper's reproduction.

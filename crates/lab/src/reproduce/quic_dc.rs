@@ -94,15 +94,6 @@ pub fn run(progress: Progress) -> Result<Report, String> {
     })
 }
 
-fn claim(key: &'static str, paper: &str, ours: String, holds: bool) -> Claim {
-    Claim {
-        key,
-        paper: paper.to_string(),
-        ours,
-        holds,
-    }
-}
-
 /// Our single-flow results of one table, by CCA name: the flow's metrics and its run.
 struct Rows<'a> {
     rows: Vec<(&'a FlowMetrics, &'a RunOutput)>,
@@ -238,7 +229,7 @@ fn table1_claims(rows: &Rows, base_ms: f64, link_bps: f64) -> Result<Vec<Claim>,
         rows.rtt("Cubic")?,
     );
     Ok(vec![
-        claim(
+        Claim::new(
             "qdc10_low_delay_full_link",
             "QUIC-DC (10%) keeps RTT near the base with almost no loss and full goodput \
              (paper 55.75 ms, 0.02 %, 9.16 Mbps; criterion: mean RTT <= 1.25x base, \
@@ -254,7 +245,7 @@ fn table1_claims(rows: &Rows, base_ms: f64, link_bps: f64) -> Result<Vec<Claim>,
                 && q10.loss_rate <= 0.001
                 && q10.goodput_bps >= 0.9 * link_bps,
         ),
-        claim(
+        Claim::new(
             "cubic_loss_10x",
             "\"In comparison to QUIC Cubic, the loss percentage is reduced by 2 orders of \
              magnitude\" (criterion: Cubic's loss >= 10x QUIC-DC (10%)'s)",
@@ -265,7 +256,7 @@ fn table1_claims(rows: &Rows, base_ms: f64, link_bps: f64) -> Result<Vec<Claim>,
             ),
             cubic.loss_rate >= 10.0 * q10.loss_rate,
         ),
-        claim(
+        Claim::new(
             "rtt_order",
             "mean RTT QUIC-DC (10%) < QUIC-DC (80%) < Westwood+, and QUIC-DC (80%) < Cubic \
              (paper 55.75 < 123.82 < 170.23; 190.32)",
@@ -288,13 +279,13 @@ fn table2_claims(rows: &Rows) -> Result<Vec<Claim>, String> {
     let below = rtts.iter().all(|&r| r < ww && r < cu);
     let listed: Vec<String> = rtts.iter().map(|r| fmt(*r, 1)).collect();
     Ok(vec![
-        claim(
+        Claim::new(
             "rtt_rises_with_tau",
             "QUIC-DC's mean RTT rises with tau (paper 52.74 < 55.98 < 68.33 < 84.86 ms)",
             listed.join(" < "),
             rising,
         ),
-        claim(
+        Claim::new(
             "below_loss_based",
             "each QUIC-DC mean RTT is below Westwood+'s and Cubic's (paper 90.53, 104.82 ms)",
             format!("Westwood+ {} ms, Cubic {} ms", fmt(ww, 1), fmt(cu, 1)),
@@ -311,7 +302,7 @@ fn table4_claims(rows: &Rows) -> Result<Vec<Claim>, String> {
         .map(|c| rows.goodput(c))
         .collect::<Result<_, _>>()?;
     let best = delay_based.iter().cloned().fold(0.0, f64::max);
-    Ok(vec![claim(
+    Ok(vec![Claim::new(
         "small_buffer_costs_goodput",
         "\"QUIC-DC tends to be less efficient, in terms of goodput\" at 0.5 BDP: QUIC-DC and \
          Westwood+ (paper 3.30-3.75 Mbps) below Cubic and BBRv2 (5.53, 6.27 Mbps)",
@@ -390,14 +381,14 @@ pub fn table5(progress: Progress) -> Result<Figure, String> {
             .into(),
         table: t.render(),
         claims: vec![
-            claim(
+            Claim::new(
                 "qdc_fair",
                 "QUIC-DC shares fairly (paper JFI 0.999; criterion: >= 0.98 while all four \
                  flows share the link, 30-60 s)",
                 fmt(qdc.2, 4),
                 qdc.2 >= 0.98,
             ),
-            claim(
+            Claim::new(
                 "qdc_lowest_rtt",
                 "\"QUIC-DC exhibits the lowest RTT\" (criterion: below Westwood+, Cubic and \
                  New Reno)",
@@ -447,14 +438,14 @@ pub fn reverse_traffic(progress: Progress) -> Result<Figure, String> {
             .into(),
         table: t.render(),
         claims: vec![
-            claim(
+            Claim::new(
                 "one_way_signal_unaffected",
                 "one-way delay \"rule[s] out the sensitivity to reverse-path congestion\" \
                  (criterion: quic_dc keeps goodput >= 85 % of the link)",
                 format!("{} Mbps", fmt(qdc / 1e6, 2)),
                 qdc >= 0.85 * link_bps,
             ),
-            claim(
+            Claim::new(
                 "rtt_signal_fooled",
                 "with the RTT as signal, reverse traffic gives \"low channel utilization\" \
                  (criterion: rtt_dc loses >= 30 % of its goodput)",
