@@ -2,6 +2,7 @@
 //! the built-in demo, or measure the simulator's speed.
 
 mod bench;
+mod transfer;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -66,6 +67,8 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Move bytes with real QUIC through the userspace bottleneck emulator, all on loopback.
+    Transfer(transfer::TransferArgs),
     /// Measure simulated bottleneck packets per wall second on the reference workloads.
     Bench {
         /// Simulated seconds per workload.
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
         }
         Command::Demo { out } => cmd_demo(out),
         Command::Reproduce { paper, list, out } => cmd_reproduce(paper, list, out),
+        Command::Transfer(args) => transfer::run(args),
         Command::Bench { seconds } => bench::run(seconds),
     };
     match result {

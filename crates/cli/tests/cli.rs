@@ -220,3 +220,23 @@ fn reproduce_lists_papers_and_rejects_unknown_ones() {
         "{err}"
     );
 }
+
+#[test]
+fn transfer_moves_verified_bytes_over_real_quic_and_refuses_a_bad_link() {
+    let o = kleinrock(&[
+        "transfer",
+        "--cc",
+        "newreno",
+        "--link",
+        "10Mbps,20ms,2bdp",
+        "--size",
+        "2MB",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["real"]["flows"][0]["delivered_bytes"], 2_000_000);
+    let o = kleinrock(&["transfer", "--link", "10Mbps,20ms"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("RATE,RTT,BUFFER"));
+}

@@ -5,7 +5,7 @@
 use crate::scenario::Scenario;
 use kleinrock_cc::units::duration_nanos;
 use kleinrock_sim::hist::Histogram;
-use kleinrock_sim::SimResult;
+use kleinrock_sim::{LinkStats, SimResult};
 use serde::Serialize;
 
 /// Metrics of one flow.
@@ -134,7 +134,8 @@ fn mean_gap_s(times: &[u64]) -> Option<f64> {
     })
 }
 
-fn rtt_fields(h: &Histogram) -> [Option<f64>; 5] {
+/// The RTT fields of [`FlowMetrics`] (mean, std, p50, p95, p99, ms) from a histogram of ns.
+pub fn rtt_fields(h: &Histogram) -> [Option<f64>; 5] {
     [
         ms(h.mean()),
         ms(h.std()),
@@ -142,6 +143,28 @@ fn rtt_fields(h: &Histogram) -> [Option<f64>; 5] {
         ms(h.quantile(0.95)),
         ms(h.quantile(0.99)),
     ]
+}
+
+/// The metrics of one link from its measured statistics (simulated or emulated).
+pub fn link_metrics(l: &LinkStats) -> LinkMetrics {
+    LinkMetrics {
+        name: l.name.clone(),
+        utilisation: if l.counters.capacity_bytes > 0.0 {
+            l.counters.bytes_transmitted as f64 / l.counters.capacity_bytes
+        } else {
+            0.0
+        },
+        mean_queue_fill: if l.window_ns > 0 {
+            l.counters.fill_integral / l.window_ns as f64
+        } else {
+            0.0
+        },
+        max_queue_packets: l.max_queue_packets,
+        min_queue_packets: l.min_queue_packets,
+        dropped_packets: l.counters.packets_dropped,
+        random_losses: l.counters.packets_lost_random,
+        policed_packets: l.counters.packets_policed,
+    }
 }
 
 /// Computes the metrics of a run of `scenario`.
@@ -181,28 +204,7 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
             }
         })
         .collect();
-    let links = result
-        .links
-        .iter()
-        .map(|l| LinkMetrics {
-            name: l.name.clone(),
-            utilisation: if l.counters.capacity_bytes > 0.0 {
-                l.counters.bytes_transmitted as f64 / l.counters.capacity_bytes
-            } else {
-                0.0
-            },
-            mean_queue_fill: if l.window_ns > 0 {
-                l.counters.fill_integral / l.window_ns as f64
-            } else {
-                0.0
-            },
-            max_queue_packets: l.max_queue_packets,
-            min_queue_packets: l.min_queue_packets,
-            dropped_packets: l.counters.packets_dropped,
-            random_losses: l.counters.packets_lost_random,
-            policed_packets: l.counters.packets_policed,
-        })
-        .collect();
+    let links = result.links.iter().map(link_metrics).collect();
     let goodputs: Vec<f64> = flows
         .iter()
         .filter(|f| f.cc != "datagram" && f.active_s > 0.0)

@@ -1,0 +1,301 @@
+//! `kleinrock transfer`: a QUIC server (noq, driven by a kleinrock-cc controller), the
+//! userspace bottleneck emulator and a client, all on loopback, in one command. It prints the
+//! same summary as a simulated run and, with `--compare-sim`, the simulator's run of the
+//! identical scenario beside it.
+//!
+//! A transfer is a download: the server sends, so the scenario flow's data path is the
+//! emulator's server-to-client direction and its ACK path the client-to-server one.
+
+use kleinrock_cc::units::parse_duration;
+use kleinrock_cc::ControllerConfig;
+use kleinrock_lab::metrics::{link_metrics, rtt_fields, FlowMetrics, Summary};
+use kleinrock_lab::report::{num, run_tables, Table};
+use kleinrock_lab::runner;
+use kleinrock_lab::scenario::{load, parse, FlowTransport, Scenario};
+use kleinrock_quic::adapter::CcFactory;
+use kleinrock_quic::emulator::{self, EmulatorConfig, EmulatorStats};
+use kleinrock_quic::endpoint::{self, FetchReport, ServeOptions};
+use std::path::PathBuf;
+
+/// Arguments of `kleinrock transfer`.
+#[derive(clap::Args)]
+pub struct TransferArgs {
+    /// A scenario file with one sized reliable flow whose paths are one link each way
+    /// (instead of --cc, --param, --link and --size).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cc", "param", "link", "size"])]
+    scenario: Option<PathBuf>,
+    /// Controller, one of `kleinrock list`.
+    #[arg(long)]
+    cc: Option<String>,
+    /// A controller parameter, `name=value` (repeatable), e.g. `--param beta=0.7`.
+    #[arg(long, value_name = "NAME=VALUE")]
+    param: Vec<String>,
+    /// The bottleneck as RATE,RTT,BUFFER, e.g. `10Mbps,50ms,2bdp` (buffer as in scenarios).
+    #[arg(long, value_name = "RATE,RTT,BUFFER")]
+    link: Option<String>,
+    /// Bytes to transfer, e.g. `20MB`.
+    #[arg(long)]
+    size: Option<String>,
+    /// Also run the identical scenario in the simulator and print both side by side.
+    #[arg(long)]
+    compare_sim: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The scenario text for `--cc/--link/--size`. The receiver delays ACKs, as noq's does (every
+/// second packet or 25 ms), so the simulated twin sees the same ACK clock.
+fn scenario_text(cc: &str, link: &str, size: &str) -> Result<String, String> {
+    let parts: Vec<&str> = link.split(',').map(str::trim).collect();
+    let [rate, rtt, buffer] = parts[..] else {
+        return Err(format!(
+            "--link `{link}`: expected RATE,RTT,BUFFER, e.g. 10Mbps,50ms,2bdp"
+        ));
+    };
+    let rtt = parse_duration(rtt).map_err(|e| format!("--link: {e}"))?;
+    let one_way = format!("{}ns", rtt.as_nanos() / 2);
+    Ok(format!(
+        r#"
+name = "transfer"
+duration = "3600s"
+[[links]]
+name = "bottleneck"
+rate = "{rate}"
+delay = "{one_way}"
+buffer = "{buffer}"
+[[links]]
+name = "return"
+rate = "{rate}"
+delay = "{one_way}"
+buffer = "1000pkt"
+[[flows]]
+name = "transfer"
+cc = "{cc}"
+path = ["bottleneck"]
+reverse_path = ["return"]
+size = "{size}"
+delayed_ack = true
+"#
+    ))
+}
+
+/// Loads the scenario of a transfer and checks it has the one flow a transfer can run.
+fn scenario(args: &TransferArgs) -> Result<Scenario, String> {
+    let set = match &args.scenario {
+        Some(file) => load(file, &[]).map_err(|e| e.to_string())?,
+        None => {
+            let text = scenario_text(
+                args.cc.as_deref().unwrap_or("cubic"),
+                args.link.as_deref().unwrap_or("10Mbps,50ms,2bdp"),
+                args.size.as_deref().unwrap_or("20MB"),
+            )?;
+            let overrides: Vec<String> = args
+                .param
+                .iter()
+                .map(|p| format!("flows.0.params.{p}"))
+                .collect();
+            parse(&text, "<transfer>", "transfer", &overrides).map_err(|e| e.to_string())?
+        }
+    };
+    let [s] = &set.points[..] else {
+        return Err("a transfer runs one scenario, not a sweep".into());
+    };
+    let [flow] = &s.flows[..] else {
+        return Err("a transfer scenario needs exactly one flow".into());
+    };
+    if flow.forward.len() != 1 || flow.reverse.len() != 1 {
+        return Err("a transfer flow crosses one link each way".into());
+    }
+    if !matches!(flow.transport, FlowTransport::Reliable { .. }) || flow.app.total_bytes().is_none()
+    {
+        return Err("a transfer flow is reliable and sized (size = \"20MB\")".into());
+    }
+    Ok(s.clone())
+}
+
+/// What a real transfer measured.
+struct RealRun {
+    report: FetchReport,
+    emulator: EmulatorStats,
+    summary: Summary,
+}
+
+async fn run_real(s: &Scenario) -> Result<RealRun, String> {
+    let flow = &s.flows[0];
+    let FlowTransport::Reliable {
+        cc,
+        params,
+        transport,
+    } = &flow.transport
+    else {
+        return Err("a transfer flow is reliable".into());
+    };
+    let config = ControllerConfig {
+        max_datagram_size: u64::from(transport.packet_size),
+        seed: s.seed,
+        ..ControllerConfig::default()
+    };
+    let factory = CcFactory::new(cc, params.clone(), config).map_err(|e| e.to_string())?;
+    let server = endpoint::serve(ServeOptions::new(factory))
+        .await
+        .map_err(|e| e.to_string())?;
+    let emulator = emulator::start(EmulatorConfig {
+        listen: "127.0.0.1:0".parse().expect("a literal address"),
+        server: server.local_addr(),
+        forward: s.links[flow.reverse[0]].clone(),
+        reverse: s.links[flow.forward[0]].clone(),
+        seed: s.seed,
+    })
+    .map_err(|e| e.to_string())?;
+    let size = flow.app.total_bytes().unwrap_or(0);
+    let fetched = endpoint::fetch(emulator.listen_addr(), server.cert_der(), size).await;
+    let stats = emulator.shutdown();
+    let probe = server.probe();
+    server.shutdown().await.map_err(|e| e.to_string())?;
+    let report = fetched.map_err(|e| e.to_string())?;
+    let summary = real_summary(s, &report, &stats, &probe);
+    Ok(RealRun {
+        report,
+        emulator: stats,
+        summary,
+    })
+}
+
+/// The measured transfer as a [`Summary`], with the metrics of a simulated run. Throughput
+/// counts packet bytes as sent; retransmitted bytes are the bytes declared lost.
+fn real_summary(
+    s: &Scenario,
+    report: &FetchReport,
+    stats: &EmulatorStats,
+    probe: &kleinrock_quic::adapter::CcProbe,
+) -> Summary {
+    let secs = report.elapsed.as_secs_f64();
+    let sample = probe.sample();
+    let counters = sample.as_ref().map(|p| p.counters).unwrap_or_default();
+    let histogram = probe.rtt_histogram().unwrap_or_default();
+    let [rtt_mean_ms, rtt_std_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms] = rtt_fields(&histogram);
+    let flow = FlowMetrics {
+        name: s.flows[0].name.clone(),
+        cc: s.flows[0].cc_name().to_string(),
+        active_s: secs,
+        goodput_bps: report.bytes as f64 * 8.0 / secs,
+        throughput_bps: counters.bytes_sent as f64 * 8.0 / secs,
+        loss_rate: if counters.packets_sent == 0 {
+            0.0
+        } else {
+            counters.packets_lost as f64 / counters.packets_sent as f64
+        },
+        rtt_mean_ms,
+        rtt_std_ms,
+        rtt_p50_ms,
+        rtt_p95_ms,
+        rtt_p99_ms,
+        owqd_mean_ms: None,
+        owqd_p95_ms: None,
+        loss_events: counters.congestion_events,
+        loss_event_distance_s: None,
+        completion_s: Some(secs),
+        delivered_bytes: report.bytes,
+        retransmitted_bytes: counters.bytes_lost,
+    };
+    let mut data_link = link_metrics(&stats.reverse.link);
+    data_link.name = s.links[s.flows[0].forward[0]].name.clone();
+    let mut ack_link = link_metrics(&stats.forward.link);
+    ack_link.name = s.links[s.flows[0].reverse[0]].name.clone();
+    Summary {
+        scenario: format!("{} (real QUIC over the emulator)", s.name),
+        point: Vec::new(),
+        overrides: s.overrides.clone(),
+        seed: s.seed,
+        end_s: stats.elapsed.as_secs_f64(),
+        warmup_s: 0.0,
+        flows: vec![flow],
+        links: vec![data_link, ack_link],
+        jain_index: None,
+    }
+}
+
+/// The real and simulated figures side by side.
+fn comparison(real: &Summary, sim: &Summary) -> String {
+    let (r, m) = (&real.flows[0], &sim.flows[0]);
+    let diff = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 => num(Some((a / b - 1.0) * 100.0), 1),
+        _ => "-".to_string(),
+    };
+    let mut t = Table::new(&["metric", "real", "simulated", "real vs sim %"]);
+    let rows: [(&str, Option<f64>, Option<f64>, usize); 6] = [
+        (
+            "goodput Mbps",
+            Some(r.goodput_bps / 1e6),
+            Some(m.goodput_bps / 1e6),
+            3,
+        ),
+        (
+            "loss %",
+            Some(r.loss_rate * 100.0),
+            Some(m.loss_rate * 100.0),
+            3,
+        ),
+        ("RTT mean ms", r.rtt_mean_ms, m.rtt_mean_ms, 1),
+        ("RTT p95 ms", r.rtt_p95_ms, m.rtt_p95_ms, 1),
+        ("completion s", r.completion_s, m.completion_s, 2),
+        (
+            "bottleneck utilisation %",
+            Some(real.links[0].utilisation * 100.0),
+            Some(sim.links[0].utilisation * 100.0),
+            1,
+        ),
+    ];
+    for (name, a, b, digits) in rows {
+        t.row(vec![
+            name.into(),
+            num(a, digits),
+            num(b, digits),
+            diff(a, b),
+        ]);
+    }
+    t.render()
+}
+
+/// Runs `kleinrock transfer`.
+pub fn run(args: TransferArgs) -> Result<(), String> {
+    let s = scenario(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let real = runtime.block_on(run_real(&s))?;
+    let sim = args.compare_sim.then(|| runner::run(&s).summary);
+    if args.json {
+        let value = serde_json::json!({ "real": real.summary, "simulated": sim });
+        crate::emit(&format!("{value:#}\n"));
+    } else {
+        crate::emit(&run_tables(&real.summary));
+        crate::emit(&format!(
+            "verified: {} bytes, SHA-256 {}; emulator lateness p99 {:?} (bound {:?})\n",
+            real.report.bytes,
+            real.report.received_sha256,
+            real.emulator.lateness_p99(),
+            real.emulator.lateness_bound,
+        ));
+        if let Some(sim) = &sim {
+            crate::emit(&format!(
+                "\nreal vs simulated\n\n{}",
+                comparison(&real.summary, sim)
+            ));
+        }
+    }
+    if !real.emulator.valid {
+        return Err(format!(
+            "the emulator fell behind (lateness p99 {:?} > {:?}{}): this run is not valid",
+            real.emulator.lateness_p99(),
+            real.emulator.lateness_bound,
+            real.emulator
+                .failure
+                .as_deref()
+                .map_or(String::new(), |f| format!("; {f}"))
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,1315 @@
+//! The adapter that runs any `kleinrock-cc` controller inside noq, and the probe that observes it.
+//!
+//! This module owns [`CcFactory`] (noq's `ControllerFactory`: one fresh controller from the
+//! registry per connection path), [`Adapter`] (noq's `Controller`: it turns noq's per-packet
+//! callbacks into the sans-IO [`kleinrock_cc::Controller`] inputs the simulator gives), the
+//! [`Clock`] that maps noq's `std::time::Instant` to [`kleinrock_cc::Instant`], the [`CcProbe`]
+//! that samples a running controller from outside, and the [`OwdFeed`] hook through which a
+//! later receive-timestamp layer will give one-way-delay samples.
+//!
+//! What the adapter does per noq callback (docs/quic.md has the full table):
+//!
+//! - `on_packet_sent(now, bytes, pn)`: takes a [`DeliverySnapshot`] from the
+//!   [`DeliveryRateSampler`], keeps a record (send time, bytes, snapshot) and calls the
+//!   controller's `on_sent`.
+//! - `on_ack(...)` for each newly acked packet, then `on_end_acks(...)`: one batch, aggregated
+//!   into one [`AckEvent`]. noq reports the losses an ACK reveals *after* `on_end_acks`; the
+//!   adapter holds the batch's event until the next callback at a different time (or the next
+//!   send, ACK, `window()` or `metrics()`), so losses found by an ACK reach the controller before
+//!   that ACK, as in RFC 9002's `OnAckReceived` and in the simulator, and the batch's rate sample
+//!   counts them.
+//! - `on_packet_lost` per packet, then `on_congestion_event`: one [`CongestionEvent`].
+//! - `window()` is the controller's `cwnd()`; `metrics().pacing_rate` is its `pacing_rate()`,
+//!   which noq's pacer then follows (`None` leaves noq's window-based pacer in charge).
+
+use kleinrock_cc::delivery_rate::DeliveryRateSampler;
+use kleinrock_cc::rtt::RttEstimator;
+use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::{
+    AckEvent, BuildError, CongestionEvent, CongestionKind, Controller, ControllerConfig,
+    ControllerState, DeliverySnapshot, Instant, OneWayDelaySample, Params, Rate, RateSample,
+    SentPacket,
+};
+use kleinrock_sim::hist::Histogram;
+use noq::congestion::{
+    Controller as NoqController, ControllerFactory as NoqControllerFactory, ControllerMetrics,
+};
+use std::any::Any;
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// Records older than this many smoothed RTTs (and at least [`PRUNE_MIN_AGE`]) are dropped: noq
+/// forgets packets of discarded packet-number spaces without telling the controller.
+const PRUNE_RTTS: u32 = 8;
+/// The least age of a record that may be pruned.
+const PRUNE_MIN_AGE: Duration = Duration::from_secs(2);
+/// How often stale records are looked for.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(1);
+/// Most receive times an [`OwdFeed`] keeps before the adapter drains them.
+const OWD_FEED_CAPACITY: usize = 1 << 16;
+
+/// Locks a mutex, ignoring poisoning: the state behind it stays consistent between calls.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Maps the real clock (`std::time::Instant`, what noq passes) to [`kleinrock_cc::Instant`]:
+/// nanoseconds since an epoch fixed when the clock is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clock {
+    epoch: std::time::Instant,
+}
+
+impl Clock {
+    /// A clock whose epoch is now.
+    pub fn starting_now() -> Self {
+        Self::from_epoch(std::time::Instant::now())
+    }
+
+    /// A clock with the given epoch.
+    pub fn from_epoch(epoch: std::time::Instant) -> Self {
+        Clock { epoch }
+    }
+
+    /// The epoch (kleinrock time zero).
+    pub fn epoch(&self) -> std::time::Instant {
+        self.epoch
+    }
+
+    /// `t` as nanoseconds since the epoch; instants before the epoch map to zero.
+    pub fn instant(&self, t: std::time::Instant) -> Instant {
+        Instant::from_nanos(duration_nanos(t.saturating_duration_since(self.epoch)))
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Instant {
+        self.instant(std::time::Instant::now())
+    }
+}
+
+/// What a factory builds: a controller name, its parameters and the shared settings.
+#[derive(Debug)]
+struct Spec {
+    name: String,
+    params: Params,
+    config: ControllerConfig,
+}
+
+impl Spec {
+    fn build(&self) -> Result<Box<dyn Controller>, BuildError> {
+        kleinrock_cc::build(&self.name, &self.params, &self.config)
+    }
+}
+
+/// Builds one [`Adapter`] around a fresh registry controller for each noq connection path.
+///
+/// Cheap to clone; clones share the clock, the probe and the one-way-delay feed.
+#[derive(Clone, Debug)]
+pub struct CcFactory {
+    spec: Arc<Spec>,
+    clock: Clock,
+    probe: CcProbe,
+    owd: OwdFeed,
+}
+
+impl CcFactory {
+    /// A factory for the registered controller `name` with `params`; fails like
+    /// [`kleinrock_cc::build`] for an unknown name or a bad parameter. The clock's epoch is now.
+    pub fn new(name: &str, params: Params, config: ControllerConfig) -> Result<Self, BuildError> {
+        let spec = Spec {
+            name: name.to_string(),
+            params,
+            config,
+        };
+        // Build once so every later build (which cannot report an error to noq) succeeds.
+        spec.build()?;
+        let clock = Clock::starting_now();
+        Ok(CcFactory {
+            spec: Arc::new(spec),
+            clock,
+            probe: CcProbe::new(clock),
+            owd: OwdFeed::default(),
+        })
+    }
+
+    /// The controller's registry name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The settings every controller built here gets.
+    pub fn config(&self) -> &ControllerConfig {
+        &self.spec.config
+    }
+
+    /// The clock mapping noq's instants to controller time.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// The probe of the controller built last (one connection at a time is observed).
+    pub fn probe(&self) -> CcProbe {
+        self.probe.clone()
+    }
+
+    /// The one-way-delay hook of the controllers built here (see [`OwdFeed`]).
+    pub fn owd_feed(&self) -> OwdFeed {
+        self.owd.clone()
+    }
+
+    /// A new adapter around a fresh controller; the probe follows it from now on.
+    fn new_adapter(&self) -> Adapter {
+        // CcFactory::new built this spec once; building is deterministic, so it cannot fail now.
+        let cc = self
+            .spec
+            .build()
+            .expect("the controller spec was validated by CcFactory::new");
+        let state = Arc::new(Mutex::new(State::new(
+            cc,
+            self.clock.now(),
+            self.spec.config.max_datagram_size,
+        )));
+        self.probe.follow(state.clone());
+        Adapter {
+            state,
+            factory: self.clone(),
+        }
+    }
+}
+
+impl NoqControllerFactory for CcFactory {
+    fn build(
+        self: Arc<Self>,
+        _now: std::time::Instant,
+        _current_mtu: u16,
+    ) -> Box<dyn NoqController> {
+        Box::new(self.new_adapter())
+    }
+}
+
+/// The one-way-delay hook: a queue of `(packet number, receive time on the receiver's clock)`
+/// pairs that a receive-timestamp layer (a QUIC timestamp extension, or the emulator reporting
+/// deliveries) pushes and the adapter drains when it builds an [`AckEvent`]. When the newest
+/// newly acknowledged packet has a receive time here, the event carries a
+/// [`OneWayDelaySample`]; otherwise `one_way_delay` stays `None`. Nothing feeds it yet.
+///
+/// Packet numbers are those of noq's application-data space, as passed to `on_packet_sent`. One
+/// connection at a time: a factory's controllers share its feed.
+#[derive(Clone, Debug, Default)]
+pub struct OwdFeed {
+    queue: Arc<Mutex<VecDeque<(u64, Instant)>>>,
+}
+
+impl OwdFeed {
+    /// Reports that packet `packet_number` arrived at `receive_time` (receiver clock; only
+    /// differences between samples are used, so the clocks need not agree).
+    pub fn push(&self, packet_number: u64, receive_time: Instant) {
+        let mut q = lock(&self.queue);
+        if q.len() >= OWD_FEED_CAPACITY {
+            q.pop_front();
+        }
+        q.push_back((packet_number, receive_time));
+    }
+
+    /// Moves every queued pair into `into`.
+    fn drain_into(&self, into: &mut BTreeMap<u64, Instant>) {
+        let mut q = lock(&self.queue);
+        into.extend(q.drain(..));
+    }
+}
+
+/// Cumulative counters of one controller's connection path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CcCounters {
+    /// Packets sent (ack-eliciting, as noq reports them per packet).
+    pub packets_sent: u64,
+    /// Bytes of those packets.
+    pub bytes_sent: u64,
+    /// Packets newly acknowledged.
+    pub packets_acked: u64,
+    /// Bytes of those packets.
+    pub bytes_acked: u64,
+    /// Packets declared lost (with a size; lost ack-only packets do not count).
+    pub packets_lost: u64,
+    /// Bytes of those packets.
+    pub bytes_lost: u64,
+    /// [`AckEvent`]s given to the controller (one per ACK frame that acked something).
+    pub ack_events: u64,
+    /// [`CongestionEvent`]s given to the controller, of every kind.
+    pub congestion_events: u64,
+    /// Of those, persistent congestion.
+    pub persistent_congestion_events: u64,
+    /// Of those, ECN-CE.
+    pub ecn_events: u64,
+    /// Congestion events noq later found spurious (all their packets were acked after all).
+    pub spurious_congestion_events: u64,
+}
+
+/// One observation of a running controller and its connection path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProbeSample {
+    /// When it was taken, on the factory's [`Clock`].
+    pub time: Instant,
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Slow-start threshold, bytes, where the algorithm has one.
+    pub ssthresh: Option<u64>,
+    /// Pacing rate the controller asks for (`None`: noq's window-based pacer).
+    pub pacing_rate: Option<Rate>,
+    /// Bytes in flight as the adapter counts them.
+    pub in_flight: u64,
+    /// The latest RTT sample.
+    pub latest_rtt: Option<Duration>,
+    /// The minimum RTT sample.
+    pub min_rtt: Option<Duration>,
+    /// The smoothed RTT (RFC 9002 §5.3, without ACK-delay adjustment; see docs/quic.md).
+    pub smoothed_rtt: Option<Duration>,
+    /// The rate of the latest delivery-rate sample.
+    pub delivery_rate: Option<Rate>,
+    /// The controller's own state (mode and estimates).
+    pub state: ControllerState,
+    /// Cumulative counters.
+    pub counters: CcCounters,
+}
+
+/// A cheap, clonable handle for observing the controller a [`CcFactory`] built last, from
+/// another task (trace sampling, end-of-run reports).
+#[derive(Clone)]
+pub struct CcProbe {
+    slot: Arc<Mutex<Option<Arc<Mutex<State>>>>>,
+    clock: Clock,
+}
+
+impl fmt::Debug for CcProbe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CcProbe")
+            .field("attached", &lock(&self.slot).is_some())
+            .finish()
+    }
+}
+
+impl CcProbe {
+    fn new(clock: Clock) -> Self {
+        CcProbe {
+            slot: Arc::new(Mutex::new(None)),
+            clock,
+        }
+    }
+
+    fn follow(&self, state: Arc<Mutex<State>>) {
+        *lock(&self.slot) = Some(state);
+    }
+
+    fn state(&self) -> Option<Arc<Mutex<State>>> {
+        lock(&self.slot).clone()
+    }
+
+    /// The controller's current values; `None` before the factory built a controller.
+    pub fn sample(&self) -> Option<ProbeSample> {
+        let state = self.state()?;
+        let s = lock(&state);
+        Some(ProbeSample {
+            time: self.clock.now(),
+            cwnd: s.cc.cwnd(),
+            ssthresh: s.cc.ssthresh(),
+            pacing_rate: s.cc.pacing_rate(),
+            in_flight: s.in_flight,
+            latest_rtt: s.rtt.latest(),
+            min_rtt: s.rtt.min(),
+            smoothed_rtt: s.rtt.smoothed(),
+            delivery_rate: s.last_rate.and_then(|r| r.delivery_rate()),
+            state: s.cc.state(),
+            counters: s.counters,
+        })
+    }
+
+    /// Every RTT sample the controller got, in nanoseconds (mean, std, percentiles, CDF as the
+    /// simulator reports them); `None` before the factory built a controller. A copy of a few
+    /// kilobytes: take it at the end of a run, not at every trace sample.
+    pub fn rtt_histogram(&self) -> Option<Histogram> {
+        let state = self.state()?;
+        let s = lock(&state);
+        Some(s.rtt_hist.clone())
+    }
+}
+
+/// What the adapter remembers of a packet in flight.
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    sent: Instant,
+    bytes: u64,
+    snapshot: DeliverySnapshot,
+}
+
+/// The ACK batch being collected between the first `on_ack` and `on_end_acks`.
+#[derive(Clone, Copy, Debug)]
+struct AckBatch {
+    now: Instant,
+    prior_in_flight: u64,
+    bytes: u64,
+    packets: u64,
+    /// noq's app-limited flag: the sender had nothing to send before this ACK.
+    app_limited: bool,
+    /// Send time of the newest acked packet.
+    newest_sent: Instant,
+    /// Snapshot of the newest acked packet that had a record.
+    newest_snapshot: Option<(Instant, DeliverySnapshot)>,
+    /// The largest packet number acked in this batch, and its send time.
+    largest: (u64, Instant),
+}
+
+/// A finished batch waiting for the losses noq reports after it.
+#[derive(Clone, Copy, Debug)]
+struct PendingAck {
+    batch: AckBatch,
+    rtt_sample: Option<Duration>,
+}
+
+/// The run of `on_packet_lost` calls before an `on_congestion_event`.
+#[derive(Clone, Copy, Debug)]
+struct LossBatch {
+    now: Instant,
+    prior_in_flight: u64,
+    bytes: u64,
+    packets: u64,
+}
+
+/// Everything the adapter keeps for one path; behind a mutex shared with the probe.
+struct State {
+    cc: Box<dyn Controller>,
+    sampler: DeliveryRateSampler,
+    rtt: RttEstimator,
+    /// Packets in flight by (packet number, send sequence): noq's packet-number spaces
+    /// (Initial, Handshake, Data) share one controller and reuse numbers.
+    records: BTreeMap<(u64, u64), Record>,
+    send_seq: u64,
+    in_flight: u64,
+    batch: Option<AckBatch>,
+    pending: Option<PendingAck>,
+    losses: Option<LossBatch>,
+    idle: bool,
+    last_prune: Instant,
+    owd_pending: BTreeMap<u64, Instant>,
+    last_rate: Option<RateSample>,
+    counters: CcCounters,
+    rtt_hist: Histogram,
+    /// The controllers' max_datagram_size, to count lost packets when noq gave no count.
+    mss: u64,
+}
+
+impl State {
+    fn new(cc: Box<dyn Controller>, now: Instant, mss: u64) -> Self {
+        State {
+            mss: mss.max(1),
+            cc,
+            sampler: DeliveryRateSampler::new(),
+            rtt: RttEstimator::new(),
+            records: BTreeMap::new(),
+            send_seq: 0,
+            in_flight: 0,
+            batch: None,
+            pending: None,
+            losses: None,
+            idle: false,
+            last_prune: now,
+            owd_pending: BTreeMap::new(),
+            last_rate: None,
+            counters: CcCounters::default(),
+            rtt_hist: Histogram::new(),
+        }
+    }
+
+    /// Removes and returns the record of packet `pn`, preferring one sent at `sent` with
+    /// `bytes` bytes when several spaces used the number.
+    fn take_record(&mut self, pn: u64, sent: Option<Instant>, bytes: u64) -> Option<Record> {
+        let mut best: Option<((u64, u64), u8)> = None;
+        for (key, rec) in self.records.range((pn, 0)..=(pn, u64::MAX)) {
+            let score = 2 * u8::from(sent == Some(rec.sent)) + u8::from(rec.bytes == bytes);
+            if best.is_none_or(|(_, b)| score > b) {
+                best = Some((*key, score));
+            }
+        }
+        self.records.remove(&best?.0)
+    }
+
+    fn on_packet_sent(&mut self, now: Instant, bytes: u64, pn: u64) {
+        self.settle_all();
+        self.losses = None;
+        self.idle = false;
+        let snapshot = self.sampler.on_packet_sent(now, self.in_flight, bytes);
+        self.in_flight += bytes;
+        self.records.insert(
+            (pn, self.send_seq),
+            Record {
+                sent: now,
+                bytes,
+                snapshot,
+            },
+        );
+        self.send_seq += 1;
+        self.counters.packets_sent += 1;
+        self.counters.bytes_sent += bytes;
+        self.cc.on_sent(
+            now,
+            &SentPacket {
+                packet_number: pn,
+                bytes,
+                // noq sends retransmitted frames in new packets and does not say which.
+                is_retransmission: false,
+                in_flight: self.in_flight,
+                snapshot,
+            },
+        );
+    }
+
+    fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64, pn: u64, app_limited: bool) {
+        if self.batch.is_some_and(|b| b.now != now) {
+            self.close_batch(None);
+        }
+        // A new ACK frame: the previous one's losses have all been reported.
+        self.settle_pending();
+        self.losses = None;
+        if self.batch.is_none() {
+            if app_limited {
+                // noq's flag: the last transmit attempt found cwnd room but no data.
+                // delivered + in_flight is the same before and after this ACK, so marking the
+                // bubble now is what the simulator's marking at send time gives.
+                self.sampler.on_app_limited(self.in_flight);
+                self.cc.on_app_limited(now);
+            }
+            self.batch = Some(AckBatch {
+                now,
+                prior_in_flight: self.in_flight,
+                bytes: 0,
+                packets: 0,
+                app_limited,
+                newest_sent: sent,
+                newest_snapshot: None,
+                largest: (pn, sent),
+            });
+        }
+        let record = self.take_record(pn, Some(sent), bytes);
+        if let Some(rec) = record {
+            self.sampler
+                .on_packet_acked(now, rec.bytes, rec.sent, &rec.snapshot);
+        }
+        if let Some(batch) = &mut self.batch {
+            batch.bytes += bytes;
+            batch.packets += 1;
+            batch.newest_sent = batch.newest_sent.max(sent);
+            if pn >= batch.largest.0 {
+                batch.largest = (pn, sent);
+            }
+            if let Some(rec) = record {
+                if batch.newest_snapshot.is_none_or(|(t, _)| rec.sent >= t) {
+                    batch.newest_snapshot = Some((rec.sent, rec.snapshot));
+                }
+            }
+        }
+        self.in_flight = self.in_flight.saturating_sub(bytes);
+        self.counters.packets_acked += 1;
+        self.counters.bytes_acked += bytes;
+    }
+
+    fn on_end_acks(&mut self, now: Instant, in_flight: u64, largest_acked: Option<u64>) {
+        if self.batch.is_some_and(|b| b.now != now) {
+            self.close_batch(None);
+        }
+        self.settle_pending();
+        // noq's count is authoritative: it also drops packets of discarded spaces silently.
+        self.in_flight = in_flight;
+        if in_flight == 0 {
+            // Nothing is outstanding: every record left belongs to a forgotten packet.
+            self.records.clear();
+        }
+        self.close_batch(largest_acked);
+    }
+
+    /// Ends the open batch (if any): takes the RTT sample when the largest acknowledged packet
+    /// of the space (`largest_acked`) was acked in this batch, and holds the event pending.
+    fn close_batch(&mut self, largest_acked: Option<u64>) {
+        let Some(batch) = self.batch.take() else {
+            return;
+        };
+        self.settle_pending();
+        let (largest_pn, largest_sent) = batch.largest;
+        let rtt_sample = (largest_acked == Some(largest_pn)).then(|| {
+            // RFC 9002 §5.1: latest_rtt = ack time - send time of the largest acked packet.
+            let sample = batch.now - largest_sent;
+            self.rtt.on_sample(sample, Duration::ZERO);
+            self.rtt_hist.record(duration_nanos(sample));
+            sample
+        });
+        self.pending = Some(PendingAck { batch, rtt_sample });
+    }
+
+    fn on_packet_lost(&mut self, now: Instant, bytes: u64, pn: u64) {
+        self.settle(now);
+        let losses = self.losses.get_or_insert(LossBatch {
+            now,
+            prior_in_flight: self.in_flight,
+            bytes: 0,
+            packets: 0,
+        });
+        if bytes > 0 {
+            losses.bytes += bytes;
+            losses.packets += 1;
+            self.counters.packets_lost += 1;
+            self.counters.bytes_lost += bytes;
+        }
+        self.take_record(pn, None, bytes);
+        self.sampler.on_packet_lost(bytes);
+        self.in_flight = self.in_flight.saturating_sub(bytes);
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        largest_sent: Instant,
+        persistent: bool,
+        ecn: bool,
+        lost_bytes: u64,
+    ) {
+        self.settle(now);
+        let losses = self.losses.take().filter(|l| l.now == now);
+        let kind = if ecn {
+            CongestionKind::EcnCe
+        } else if persistent {
+            CongestionKind::PersistentCongestion
+        } else {
+            CongestionKind::Loss
+        };
+        if persistent {
+            // RFC 9002 §5.2: min_rtt restarts from the latest sample.
+            self.rtt.on_persistent_congestion();
+        }
+        let mss = self.mss;
+        let event = CongestionEvent {
+            kind,
+            lost_bytes,
+            // noq does not say how many packets an ECN-CE increase covers: at least one.
+            lost_packets: match (ecn, losses) {
+                (true, _) => 1,
+                (false, Some(l)) => l.packets.max(1),
+                (false, None) => lost_bytes.div_ceil(mss).max(1),
+            },
+            largest_sent_time: largest_sent,
+            prior_in_flight: losses.map_or(self.in_flight, |l| l.prior_in_flight),
+            in_flight: self.in_flight,
+        };
+        self.counters.congestion_events += 1;
+        self.counters.persistent_congestion_events +=
+            u64::from(kind == CongestionKind::PersistentCongestion);
+        self.counters.ecn_events += u64::from(ecn);
+        self.cc.on_congestion(now, &event);
+    }
+
+    /// Delivers the pending ACK unless `now` is its time (then losses of the same ACK may still
+    /// come); closes an open batch first.
+    fn settle(&mut self, now: Instant) {
+        if self.batch.is_some() {
+            self.close_batch(None);
+        }
+        if self.pending.is_some_and(|p| p.batch.now != now) {
+            self.settle_pending();
+        }
+    }
+
+    /// Delivers everything held back: an open batch and the pending ACK.
+    fn settle_all(&mut self) {
+        if self.batch.is_some() {
+            self.close_batch(None);
+        }
+        self.settle_pending();
+    }
+
+    /// Builds and delivers the pending [`AckEvent`].
+    fn settle_pending(&mut self) {
+        let Some(PendingAck { batch, rtt_sample }) = self.pending.take() else {
+            return;
+        };
+        let now = batch.now;
+        let rate = self.sampler.generate_sample(self.rtt.min());
+        if rate.is_some() {
+            self.last_rate = rate;
+        }
+        let one_way_delay = rtt_sample.and_then(|_| self.one_way_delay(batch.largest));
+        let app_limited = match (rate, batch.newest_snapshot) {
+            (Some(r), _) => r.is_app_limited,
+            (None, Some((_, snapshot))) => snapshot.is_app_limited,
+            (None, None) => batch.app_limited,
+        };
+        let event = AckEvent {
+            acked_bytes: batch.bytes,
+            acked_packets: batch.packets,
+            largest_acked_sent_time: batch.newest_sent,
+            rtt_sample,
+            min_rtt: self.rtt.min(),
+            smoothed_rtt: self.rtt.smoothed(),
+            rate,
+            delivered: self.sampler.delivered(),
+            prior_in_flight: batch.prior_in_flight,
+            in_flight: self.in_flight,
+            app_limited,
+            one_way_delay,
+        };
+        self.counters.ack_events += 1;
+        self.cc.on_ack(now, &event);
+        if batch.app_limited && self.in_flight == 0 && !self.idle {
+            // Nothing to send and nothing in flight: idle until the next packet is sent.
+            self.idle = true;
+            self.cc.on_idle(now);
+        }
+        self.prune(now);
+    }
+
+    /// The one-way-delay sample of the newest acked packet, from the [`OwdFeed`].
+    fn one_way_delay(&mut self, (pn, sent): (u64, Instant)) -> Option<OneWayDelaySample> {
+        let receive_time = self.owd_pending.remove(&pn);
+        // Receive times of packets up to this one are of no further use.
+        self.owd_pending = self.owd_pending.split_off(&pn.saturating_add(1));
+        receive_time.map(|receive_time| OneWayDelaySample {
+            packet_number: pn,
+            sent_time: sent,
+            receive_time,
+        })
+    }
+
+    /// Drops records of packets noq forgot (discarded packet-number spaces).
+    fn prune(&mut self, now: Instant) {
+        if now - self.last_prune < PRUNE_INTERVAL {
+            return;
+        }
+        self.last_prune = now;
+        let horizon = (self.rtt.smoothed_or_initial() * PRUNE_RTTS).max(PRUNE_MIN_AGE);
+        self.records.retain(|_, r| now - r.sent <= horizon);
+    }
+}
+
+/// noq's `Controller` around one `kleinrock-cc` controller.
+pub struct Adapter {
+    state: Arc<Mutex<State>>,
+    factory: CcFactory,
+}
+
+impl fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Adapter")
+            .field("controller", &self.factory.spec.name)
+            .finish()
+    }
+}
+
+impl Adapter {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    fn time(&self, t: std::time::Instant) -> Instant {
+        self.factory.clock.instant(t)
+    }
+
+    /// One newly acknowledged packet; what `on_ack` does without noq's `RttEstimator` (which
+    /// only noq can make; the adapter measures RTT itself, see [`State::close_batch`]).
+    fn ack_packet(
+        &self,
+        now: std::time::Instant,
+        sent: std::time::Instant,
+        bytes: u64,
+        pn: u64,
+        app_limited: bool,
+    ) {
+        let (now, sent) = (self.time(now), self.time(sent));
+        let mut s = self.lock();
+        s.owd_drain(&self.factory.owd);
+        s.on_ack(now, sent, bytes, pn, app_limited);
+    }
+}
+
+impl State {
+    fn owd_drain(&mut self, feed: &OwdFeed) {
+        feed.drain_into(&mut self.owd_pending);
+        while self.owd_pending.len() > OWD_FEED_CAPACITY {
+            self.owd_pending.pop_first();
+        }
+    }
+}
+
+impl NoqController for Adapter {
+    fn on_packet_sent(&mut self, now: std::time::Instant, bytes: u16, pn: u64) {
+        let now = self.time(now);
+        self.lock().on_packet_sent(now, u64::from(bytes), pn);
+    }
+
+    fn on_ack(
+        &mut self,
+        now: std::time::Instant,
+        sent: std::time::Instant,
+        bytes: u64,
+        pn: u64,
+        app_limited: bool,
+        _rtt: &noq_proto::RttEstimator,
+    ) {
+        // noq updates its RttEstimator only after on_end_acks, so the one passed here does not
+        // include this ACK's sample yet; the adapter takes the sample itself.
+        self.ack_packet(now, sent, bytes, pn, app_limited);
+    }
+
+    fn on_end_acks(
+        &mut self,
+        now: std::time::Instant,
+        in_flight: u64,
+        _app_limited: bool,
+        largest_packet_num_acked: Option<u64>,
+    ) {
+        let now = self.time(now);
+        self.lock()
+            .on_end_acks(now, in_flight, largest_packet_num_acked);
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: std::time::Instant,
+        sent: std::time::Instant,
+        is_persistent_congestion: bool,
+        is_ecn: bool,
+        lost_bytes: u64,
+        _largest_lost_pn: u64,
+    ) {
+        let (now, sent) = (self.time(now), self.time(sent));
+        self.lock()
+            .on_congestion_event(now, sent, is_persistent_congestion, is_ecn, lost_bytes);
+    }
+
+    fn on_packet_lost(&mut self, lost_bytes: u16, pn: u64, now: std::time::Instant) {
+        let now = self.time(now);
+        self.lock().on_packet_lost(now, u64::from(lost_bytes), pn);
+    }
+
+    fn on_spurious_congestion_event(&mut self) {
+        self.lock().counters.spurious_congestion_events += 1;
+    }
+
+    fn on_mtu_update(&mut self, _new_mtu: u16) {
+        // kleinrock controllers count in bytes with a fixed max_datagram_size; the endpoints
+        // fix noq's MTU to it (MTU discovery off), so nothing to do.
+    }
+
+    fn window(&self) -> u64 {
+        let mut s = self.lock();
+        s.settle_all();
+        // noq asserts a non-zero window.
+        s.cc.cwnd().max(1)
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        let mut s = self.lock();
+        s.settle_all();
+        let mut m = ControllerMetrics::default();
+        m.congestion_window = s.cc.cwnd().max(1);
+        m.ssthresh = s.cc.ssthresh();
+        m.pacing_rate = s.cc.pacing_rate().map(pacing_bytes_per_sec);
+        m
+    }
+
+    fn clone_box(&self) -> Box<dyn NoqController> {
+        // A new path (migration) starts a fresh controller, as the factory would build it.
+        Box::new(self.factory.new_adapter())
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.factory.spec.config.initial_window()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// A controller's pacing rate as noq's whole bytes per second (at least 1; noq treats 0 as 1).
+fn pacing_bytes_per_sec(rate: Rate) -> u64 {
+    let bytes = rate.bytes_per_sec();
+    if bytes.is_nan() || bytes < 1.0 {
+        1
+    } else {
+        // `as` saturates at u64::MAX for huge and infinite rates.
+        bytes.round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1200;
+
+    /// What the recording controller was told.
+    #[derive(Clone, Debug, PartialEq)]
+    enum Call {
+        Sent(Instant, SentPacket),
+        Ack(Instant, AckEvent),
+        Congestion(Instant, CongestionEvent),
+        AppLimited(Instant),
+        Idle(Instant),
+    }
+
+    /// A controller that records its inputs and returns fixed outputs.
+    struct Recorder {
+        calls: Arc<Mutex<Vec<Call>>>,
+        cwnd: u64,
+        pacing: Option<Rate>,
+    }
+
+    impl Controller for Recorder {
+        fn on_sent(&mut self, now: Instant, packet: &SentPacket) {
+            lock(&self.calls).push(Call::Sent(now, *packet));
+        }
+        fn on_ack(&mut self, now: Instant, ack: &AckEvent) {
+            lock(&self.calls).push(Call::Ack(now, *ack));
+        }
+        fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) {
+            lock(&self.calls).push(Call::Congestion(now, *event));
+        }
+        fn on_app_limited(&mut self, now: Instant) {
+            lock(&self.calls).push(Call::AppLimited(now));
+        }
+        fn on_idle(&mut self, now: Instant) {
+            lock(&self.calls).push(Call::Idle(now));
+        }
+        fn cwnd(&self) -> u64 {
+            self.cwnd
+        }
+        fn pacing_rate(&self) -> Option<Rate> {
+            self.pacing
+        }
+        fn state(&self) -> ControllerState {
+            ControllerState {
+                mode: "recording",
+                values: Vec::new(),
+            }
+        }
+    }
+
+    /// An adapter around a recorder, the recorder's log, and the factory's epoch.
+    struct Rig {
+        adapter: Adapter,
+        calls: Arc<Mutex<Vec<Call>>>,
+        factory: CcFactory,
+    }
+
+    impl Rig {
+        fn new(pacing: Option<Rate>) -> Self {
+            let factory = CcFactory::new("newreno", Params::new(), ControllerConfig::default())
+                .expect("newreno builds");
+            let adapter = factory.new_adapter();
+            let calls = Arc::new(Mutex::new(Vec::new()));
+            adapter.lock().cc = Box::new(Recorder {
+                calls: calls.clone(),
+                cwnd: 12_345,
+                pacing,
+            });
+            Rig {
+                adapter,
+                calls,
+                factory,
+            }
+        }
+
+        /// The real instant `ms` milliseconds after the epoch.
+        fn at(&self, ms: f64) -> std::time::Instant {
+            self.factory.clock().epoch() + Duration::from_secs_f64(ms / 1e3)
+        }
+
+        fn send(&mut self, ms: f64, pn: u64) {
+            let t = self.at(ms);
+            self.adapter.on_packet_sent(t, MSS as u16, pn);
+        }
+
+        /// One ACK frame at `ms` acknowledging `pns` (sent at the given times), with noq's
+        /// in-flight count after it and the space's largest acked packet number.
+        fn ack(&mut self, ms: f64, pns: &[(u64, f64)], in_flight: u64, largest: u64) {
+            let now = self.at(ms);
+            for &(pn, sent_ms) in pns {
+                let sent = self.at(sent_ms);
+                self.adapter.ack_packet(now, sent, MSS, pn, false);
+            }
+            self.adapter
+                .on_end_acks(now, in_flight, false, Some(largest));
+        }
+
+        fn take(&self) -> Vec<Call> {
+            std::mem::take(&mut *lock(&self.calls))
+        }
+
+        fn acks(&self) -> Vec<AckEvent> {
+            self.take()
+                .into_iter()
+                .filter_map(|c| match c {
+                    Call::Ack(_, a) => Some(a),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    fn ms(v: f64) -> Instant {
+        Instant::from_nanos((v * 1e6).round() as u64)
+    }
+
+    #[test]
+    fn clock_counts_nanoseconds_from_the_epoch() {
+        let clock = Clock::starting_now();
+        let t = clock.epoch() + Duration::from_micros(1500);
+        assert_eq!(clock.instant(t), Instant::from_nanos(1_500_000));
+        // Before the epoch saturates at zero.
+        let before = clock.epoch().checked_sub(Duration::from_secs(1));
+        if let Some(before) = before {
+            assert_eq!(clock.instant(before), Instant::ZERO);
+        }
+    }
+
+    #[test]
+    fn each_sent_packet_reaches_the_controller_with_its_snapshot() {
+        let mut rig = Rig::new(None);
+        rig.send(0.0, 0);
+        rig.send(1.0, 1);
+        let calls = rig.take();
+        assert_eq!(calls.len(), 2);
+        let Call::Sent(t, p) = calls[1] else {
+            panic!("{calls:?}")
+        };
+        assert_eq!(t, ms(1.0));
+        assert_eq!((p.packet_number, p.bytes, p.in_flight), (1, MSS, 2 * MSS));
+        assert_eq!(p.snapshot.first_sent_time, ms(0.0), "one send phase");
+        assert_eq!(p.snapshot.tx_in_flight, 2 * MSS);
+    }
+
+    #[test]
+    fn one_ack_event_per_batch_with_the_batch_totals() {
+        let mut rig = Rig::new(None);
+        for pn in 0..10 {
+            rig.send(pn as f64, pn);
+        }
+        rig.take();
+        // One ACK frame for packets 0, 1 and 2.
+        rig.ack(50.0, &[(0, 0.0), (1, 1.0), (2, 2.0)], 7 * MSS, 2);
+        assert!(
+            rig.take().is_empty(),
+            "held until the ACK's losses are known"
+        );
+        // noq asks for the window before sending: that delivers it.
+        assert_eq!(rig.adapter.window(), 12_345);
+        let acks = rig.acks();
+        assert_eq!(acks.len(), 1, "one event for the ACK frame");
+        assert_eq!((acks[0].acked_bytes, acks[0].acked_packets), (3 * MSS, 3));
+        assert_eq!(
+            (acks[0].prior_in_flight, acks[0].in_flight),
+            (10 * MSS, 7 * MSS)
+        );
+        let counters = rig.factory.probe().sample().expect("built").counters;
+        assert_eq!((counters.ack_events, counters.bytes_acked), (1, 3 * MSS));
+
+        rig.ack(60.0, &[(3, 3.0), (4, 4.0)], 5 * MSS, 4);
+        rig.ack(61.0, &[(5, 5.0)], 4 * MSS, 5);
+        rig.adapter.window();
+        let acks = rig.acks();
+        assert_eq!(acks.len(), 2, "one event per ACK frame");
+        let a = acks[0];
+        assert_eq!((a.acked_bytes, a.acked_packets), (2 * MSS, 2));
+        assert_eq!(a.largest_acked_sent_time, ms(4.0));
+        assert_eq!((a.prior_in_flight, a.in_flight), (7 * MSS, 5 * MSS));
+        assert_eq!(a.delivered, 5 * MSS);
+        assert_eq!(a.rtt_sample, Some(Duration::from_millis(56)));
+        assert_eq!(a.min_rtt, Some(Duration::from_millis(48)));
+        assert_eq!(acks[1].acked_packets, 1);
+        assert_eq!(acks[1].delivered, 6 * MSS);
+    }
+
+    #[test]
+    fn first_batch_event_has_the_right_totals() {
+        let mut rig = Rig::new(None);
+        for pn in 0..10 {
+            rig.send(pn as f64, pn);
+        }
+        rig.take();
+        rig.ack(50.0, &[(2, 2.0), (0, 0.0), (1, 1.0)], 7 * MSS, 2);
+        // The next send delivers the held event first.
+        rig.send(50.0, 10);
+        let calls = rig.take();
+        assert!(matches!(calls[0], Call::Ack(..)), "{calls:?}");
+        assert!(matches!(calls[1], Call::Sent(..)), "{calls:?}");
+        let Call::Ack(t, a) = calls[0] else {
+            unreachable!()
+        };
+        assert_eq!(t, ms(50.0));
+        assert_eq!((a.acked_bytes, a.acked_packets), (3 * MSS, 3));
+        assert_eq!(a.largest_acked_sent_time, ms(2.0));
+        assert_eq!((a.prior_in_flight, a.in_flight), (10 * MSS, 7 * MSS));
+        assert_eq!(a.rtt_sample, Some(Duration::from_millis(48)));
+        assert_eq!(a.smoothed_rtt, Some(Duration::from_millis(48)));
+        assert_eq!(a.one_way_delay, None, "nothing feeds the hook");
+    }
+
+    #[test]
+    fn rtt_sample_only_when_the_largest_acked_is_new() {
+        let mut rig = Rig::new(None);
+        for pn in 0..6 {
+            rig.send(pn as f64, pn);
+        }
+        // Packet 5 is acked, 3 is a hole.
+        rig.ack(
+            50.0,
+            &[(0, 0.0), (1, 1.0), (2, 2.0), (4, 4.0), (5, 5.0)],
+            MSS,
+            5,
+        );
+        // A later ACK fills the hole: the space's largest acked (5) is not new.
+        rig.ack(70.0, &[(3, 3.0)], 0, 5);
+        rig.adapter.window();
+        let acks = rig.acks();
+        assert_eq!(acks.len(), 2);
+        assert_eq!(acks[0].rtt_sample, Some(Duration::from_millis(45)));
+        assert_eq!(
+            acks[1].rtt_sample, None,
+            "largest acked was not newly acked"
+        );
+        assert_eq!(acks[1].min_rtt, Some(Duration::from_millis(45)));
+        assert_eq!(acks[1].smoothed_rtt, Some(Duration::from_millis(45)));
+        let hist = rig.factory.probe().rtt_histogram().expect("built");
+        assert_eq!(hist.count(), 1, "one RTT sample recorded");
+    }
+
+    #[test]
+    fn rate_samples_measure_a_paced_flight() {
+        // One 1200-byte packet per ms (1.2 MB/s), each acked alone 50 ms later. From the second
+        // flight on, each sample spans 50 packets over 50 ms (draft-cheng §3.3): exactly
+        // 1.2 MB/s.
+        let mut rig = Rig::new(None);
+        let mut in_flight = 0;
+        let mut next_ack = 0u64;
+        for k in 0..200u64 {
+            let now = k as f64;
+            while next_ack + 50 <= k {
+                in_flight -= MSS;
+                rig.ack(now, &[(next_ack, next_ack as f64)], in_flight, next_ack);
+                next_ack += 1;
+            }
+            rig.send(now, k);
+            in_flight += MSS;
+        }
+        let acks = rig.acks();
+        assert_eq!(acks.len(), 150);
+        for (i, a) in acks.iter().enumerate() {
+            let rate = a.rate.expect("a sample per ACK after a flight");
+            assert!(rate.delivered > 0 && !rate.interval.is_zero());
+            if i >= 50 {
+                assert_eq!(rate.delivered, 50 * MSS, "ack {i}");
+                assert_eq!(rate.interval, Duration::from_millis(50), "ack {i}");
+                let bps = rate.delivery_rate().expect("non-empty").bytes_per_sec();
+                assert!((bps - 1.2e6).abs() < 1e-3, "ack {i}: {bps}");
+            }
+        }
+        let probe = rig.factory.probe().sample().expect("built");
+        assert!(probe.delivery_rate.is_some());
+    }
+
+    #[test]
+    fn losses_of_an_ack_reach_the_controller_before_it() {
+        let mut rig = Rig::new(None);
+        for pn in 0..5 {
+            rig.send(pn as f64, pn);
+        }
+        rig.take();
+        // Packet 4 is acked; noq then declares 0 and 1 lost (reported after on_end_acks).
+        rig.ack(50.0, &[(4, 4.0)], 4 * MSS, 4);
+        let now = rig.at(50.0);
+        rig.adapter.on_packet_lost(MSS as u16, 0, now);
+        rig.adapter.on_packet_lost(MSS as u16, 1, now);
+        rig.adapter
+            .on_congestion_event(now, rig.at(1.0), false, false, 2 * MSS, 1);
+        rig.adapter.window();
+        let calls = rig.take();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        let Call::Congestion(t, c) = calls[0] else {
+            panic!("congestion first: {calls:?}")
+        };
+        assert_eq!(t, ms(50.0));
+        assert_eq!(c.kind, CongestionKind::Loss);
+        assert_eq!((c.lost_bytes, c.lost_packets), (2 * MSS, 2));
+        assert_eq!(c.largest_sent_time, ms(1.0));
+        assert_eq!((c.prior_in_flight, c.in_flight), (4 * MSS, 2 * MSS));
+        let Call::Ack(_, a) = calls[1] else {
+            panic!("then the ACK: {calls:?}")
+        };
+        assert_eq!((a.prior_in_flight, a.in_flight), (5 * MSS, 2 * MSS));
+        assert_eq!(
+            a.rate.expect("sample").lost,
+            2 * MSS,
+            "losses count in the sample"
+        );
+        let counters = rig.factory.probe().sample().expect("built").counters;
+        assert_eq!((counters.packets_lost, counters.bytes_lost), (2, 2 * MSS));
+        assert_eq!(counters.congestion_events, 1);
+    }
+
+    #[test]
+    fn timer_losses_map_kinds_and_do_not_wait() {
+        let mut rig = Rig::new(None);
+        for pn in 0..3 {
+            rig.send(pn as f64, pn);
+        }
+        rig.ack(50.0, &[(2, 2.0)], 2 * MSS, 2);
+        // A loss-timer expiry later: the ACK is delivered first, then the event.
+        let later = rig.at(80.0);
+        rig.adapter.on_packet_lost(MSS as u16, 0, later);
+        rig.adapter
+            .on_congestion_event(later, rig.at(0.0), true, false, MSS, 0);
+        let calls = rig.take();
+        let kinds: Vec<_> = calls
+            .iter()
+            .filter_map(|c| match c {
+                Call::Ack(t, _) => Some(("ack", *t)),
+                Call::Congestion(t, e) => {
+                    assert_eq!(e.kind, CongestionKind::PersistentCongestion);
+                    assert_eq!((e.lost_bytes, e.lost_packets), (MSS, 1));
+                    assert_eq!(e.largest_sent_time, ms(0.0));
+                    Some(("congestion", *t))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kinds, vec![("ack", ms(50.0)), ("congestion", ms(80.0))]);
+        // ECN-CE: noq reports no bytes.
+        let now = rig.at(90.0);
+        rig.adapter
+            .on_congestion_event(now, rig.at(1.0), false, true, 0, 1);
+        let calls = rig.take();
+        let Call::Congestion(_, e) = calls[0] else {
+            panic!("{calls:?}")
+        };
+        assert_eq!(e.kind, CongestionKind::EcnCe);
+        assert_eq!((e.lost_bytes, e.lost_packets), (0, 1));
+        assert_eq!(e.largest_sent_time, ms(1.0));
+    }
+
+    #[test]
+    fn pacing_rate_and_window_pass_through() {
+        let rig = Rig::new(Some(Rate::from_bytes_per_sec(1_234_567.4)));
+        let m = rig.adapter.metrics();
+        assert_eq!(m.pacing_rate, Some(1_234_567));
+        assert_eq!(m.congestion_window, 12_345);
+        assert_eq!(rig.adapter.window(), 12_345);
+        let rig = Rig::new(None);
+        assert_eq!(rig.adapter.metrics().pacing_rate, None, "noq's own pacer");
+        // A real pacing controller, built by the factory as noq would.
+        let config = ControllerConfig::default();
+        let factory = CcFactory::new("bbr", Params::new(), config).expect("bbr builds");
+        let noq_cc = Arc::new(factory.clone()).build(std::time::Instant::now(), 1200);
+        let reference = kleinrock_cc::build("bbr", &Params::new(), &config).expect("builds");
+        let expected = reference.pacing_rate().expect("bbr paces");
+        let m = noq_cc.metrics();
+        assert_eq!(m.pacing_rate, Some(expected.bytes_per_sec().round() as u64));
+        assert_eq!(noq_cc.window(), reference.cwnd());
+        assert_eq!(noq_cc.initial_window(), config.initial_window());
+        let sample = factory.probe().sample().expect("built");
+        assert_eq!(sample.pacing_rate, Some(expected));
+        assert_eq!(sample.cwnd, reference.cwnd());
+    }
+
+    #[test]
+    fn app_limited_ack_marks_the_sampler_and_idles() {
+        let mut rig = Rig::new(None);
+        rig.send(0.0, 0);
+        rig.take();
+        let now = rig.at(50.0);
+        rig.adapter.ack_packet(now, rig.at(0.0), MSS, 0, true);
+        rig.adapter.on_end_acks(now, 0, true, Some(0));
+        rig.adapter.window();
+        let calls = rig.take();
+        assert!(
+            matches!(calls[0], Call::AppLimited(t) if t == ms(50.0)),
+            "{calls:?}"
+        );
+        assert!(matches!(calls[1], Call::Ack(..)), "{calls:?}");
+        assert!(
+            matches!(calls[2], Call::Idle(t) if t == ms(50.0)),
+            "{calls:?}"
+        );
+        // The next packet is sent in an app-limited phase.
+        rig.send(60.0, 1);
+        let calls = rig.take();
+        let Call::Sent(_, p) = calls[0] else {
+            panic!("{calls:?}")
+        };
+        assert!(p.snapshot.is_app_limited);
+    }
+
+    #[test]
+    fn one_way_delay_hook_feeds_the_newest_acked_packet() {
+        let mut rig = Rig::new(None);
+        for pn in 0..3 {
+            rig.send(pn as f64, pn);
+        }
+        let feed = rig.factory.owd_feed();
+        feed.push(1, Instant::from_nanos(7_000_000));
+        feed.push(2, Instant::from_nanos(9_000_000));
+        rig.ack(50.0, &[(0, 0.0), (1, 1.0), (2, 2.0)], 0, 2);
+        rig.adapter.window();
+        let acks = rig.acks();
+        let owd = acks[0].one_way_delay.expect("fed");
+        assert_eq!(owd.packet_number, 2);
+        assert_eq!(owd.sent_time, ms(2.0));
+        assert_eq!(owd.receive_time, Instant::from_nanos(9_000_000));
+    }
+
+    #[test]
+    fn packet_numbers_reused_by_spaces_find_their_own_record() {
+        let mut rig = Rig::new(None);
+        // Initial packet 0 at 0 ms, then application-data packet 0 at 5 ms.
+        rig.send(0.0, 0);
+        rig.send(5.0, 0);
+        rig.ack(40.0, &[(0, 5.0)], MSS, 0);
+        rig.adapter.window();
+        let s = rig.adapter.lock();
+        assert_eq!(s.records.len(), 1);
+        let left = s.records.values().next().expect("one left");
+        assert_eq!(
+            left.sent,
+            ms(0.0),
+            "the data-space record was the one acked"
+        );
+    }
+
+    #[test]
+    fn probe_follows_the_latest_controller() {
+        let factory =
+            CcFactory::new("cubic", Params::new(), ControllerConfig::default()).expect("builds");
+        let probe = factory.probe();
+        assert!(probe.sample().is_none());
+        assert!(probe.rtt_histogram().is_none());
+        let mut a = factory.new_adapter();
+        a.on_packet_sent(std::time::Instant::now(), 1200, 0);
+        let s = probe.sample().expect("built");
+        assert_eq!((s.counters.packets_sent, s.in_flight), (1, 1200));
+        assert_eq!(
+            s.state.mode,
+            kleinrock_cc::build("cubic", &Params::new(), &ControllerConfig::default())
+                .expect("builds")
+                .state()
+                .mode
+        );
+        // A new path gets a fresh controller and the probe moves to it.
+        let b = a.clone_box();
+        assert_eq!(probe.sample().expect("built").counters.packets_sent, 0);
+        drop(b);
+        assert!(format!("{a:?}").contains("cubic"));
+    }
+
+    #[test]
+    fn unknown_controller_is_refused() {
+        let e = CcFactory::new("renoo", Params::new(), ControllerConfig::default()).unwrap_err();
+        assert!(e.to_string().contains("renoo"));
+    }
+}

@@ -1,0 +1,1272 @@
+//! The userspace bottleneck emulator: a UDP relay on loopback that sends each direction of a
+//! path through the simulator's own [`Link`] (random loss, policer, FIFO or fair queue,
+//! transmitter at the link rate, propagation pipe with order-keeping jitter, rate schedule),
+//! driven by the real clock instead of simulated time. This module owns the relay thread, its
+//! sockets, the payload slab and the emulator's self-measurement.
+//!
+//! # Topology
+//!
+//! ```text
+//! client --> listen --[forward Link]--> upstream socket of that client --> server
+//! client <-- listen <--[reverse Link]-- upstream socket of that client <-- server
+//! ```
+//!
+//! Every new sender to `listen` is a client and gets its own upstream socket, so the server
+//! sees one 5-tuple per client and its replies come back on the socket that belongs to that
+//! client. A client's index is its class at a fair queue (`Queued::class`), so
+//! [`QdiscConfig::Fq`] separates clients. Datagrams that reach an upstream socket from anyone
+//! but the server are dropped and counted ([`EmulatorStats::unknown_dropped`]). At most
+//! [`MAX_CLIENTS`] clients are accepted; datagrams from further senders are dropped and counted
+//! ([`EmulatorStats::clients_refused`]). Only loopback addresses are accepted.
+//!
+//! # Sizes
+//!
+//! The links serialise IP packets: a datagram's size at a link is its UDP payload plus 28 bytes
+//! (IPv4 and UDP headers) or 48 bytes (IPv6), see [`wire_bytes`]. A 1200-byte QUIC datagram is
+//! 1228 bytes on an emulated IPv4 link.
+//!
+//! # Timing
+//!
+//! Model time is nanoseconds since the emulator started, on the monotonic clock. One dedicated
+//! thread (not a tokio task; [`start`] is an ordinary function that returns at once) waits with
+//! `ppoll(2)` on all its sockets, with a nanosecond timeout set to the next event's time and
+//! its timer slack set to 1 ns. Measured on the 2-core development VM, a 50 us-1 ms sleep wakes
+//! late by: `ppoll` with 1 ns slack, median 20-25 us, p99 25-50 us; with Linux's default 50 us
+//! slack, median ~75 us; `tokio::time::sleep`, median ~1 ms and p99 up to 2 ms (tokio's timer
+//! wheel has 1 ms resolution), which is why the relay does not run on tokio. A wait shorter
+//! than 20 us is stretched to 20 us ([`COALESCE_NS`]) so that closely spaced events share one
+//! wake-up.
+//!
+//! A datagram enters its link at the time the kernel received it (its `SO_TIMESTAMPNS`
+//! timestamp, carried over to the monotonic clock by subtracting how long it waited in the
+//! socket), but never before a time the model has already processed (without a timestamp, at
+//! the time it is read). Before it enters, every event due at or before that time is processed,
+//! and every event is processed with its own scheduled time as "now". The `Link` therefore sees
+//! the sequence of times the simulator would: a late event delays when a delivered datagram
+//! leaves the emulator, but never changes the model's rate, order, queue or drops, and a late
+//! read does not move a datagram's arrival unless the model had already run past it.
+//!
+//! Where the process may (root or `CAP_SYS_NICE`), the relay thread runs at the lowest
+//! real-time priority (`SCHED_FIFO` 1; [`EmulatorStats::realtime`] says whether it does).
+//! Measured at 100 Mbps with two CPU-bound processes competing for the 2 cores: event
+//! lateness p99 ~4 ms (invalid) at normal priority, ~30 us with `SCHED_FIFO`.
+//!
+//! Measured on the 2-core VM, with the benchmark's source and sink threads on the same two
+//! cores: at zero delay and an unlimited rate it forwards 100 000 datagrams per second of
+//! 64 bytes (80 000 of 1200 bytes) and stays valid; beyond that it still forwards without loss
+//! up to ~150 000 per second but reports itself invalid. Through a rate-limited link (1228-byte
+//! packets, 5 ms, offered 1.2x the rate) it stays valid up to 1 Gbps, within 0.2 % of the rate
+//! with a 1000-packet buffer. Near saturation the real-time thread meets the kernel's real-time
+//! throttling (95 % of a CPU) and stalls ~50 ms once a second, which it reports as invalid.
+//!
+//! # Self-measurement and validity
+//!
+//! For every event (transmit, arrival, rate step) the thread records its lateness, the real
+//! time at which it was processed minus its scheduled time, in a [`Histogram`]; deliveries have
+//! their own histogram. For every datagram it records how long the datagram waited in the
+//! socket (read time minus kernel receive timestamp), and it reads the kernel's drop counter
+//! of each socket (`SO_RXQ_OVFL`). A run is **valid** when
+//!
+//! - the p99 of event lateness, of the socket wait and of each direction's delivery lateness
+//!   are all at most [`lateness_bound`] = `max(1 ms, serialisation time of a 1500-byte
+//!   packet at the slowest rate either link ever has)`: below it, a late event shifts a
+//!   departure by less than one packet slot of the link or by less than 1 ms of delay,
+//!   whichever is larger (the per-direction check keeps a few late deliveries in a sparse
+//!   direction from hiding among many punctual events);
+//! - no emulator socket dropped a datagram (a loss the model did not make);
+//! - the thread did not stop with an error.
+//!
+//! The emulator uses Unix sockets and `poll(2)`; precise timers need Linux (`ppoll`, timer
+//! slack). Elsewhere it falls back to `poll` with millisecond timeouts.
+
+use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::Rate;
+use kleinrock_sim::events::{EventQueue, Target};
+use kleinrock_sim::hist::Histogram;
+use kleinrock_sim::link::{Admission, Link};
+use kleinrock_sim::queue::Queued;
+use kleinrock_sim::{LinkConfig, LinkStats, LossConfig, QdiscConfig};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::net::UnixDatagram;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Socket buffer size the emulator asks for on every socket (receive and send), bytes.
+pub const SOCKET_BUFFER_BYTES: usize = 8 << 20;
+/// Most clients (distinct senders to `listen`) the emulator relays for.
+pub const MAX_CLIENTS: usize = 256;
+/// The floor of the validity bound on event lateness.
+pub const LATENESS_FLOOR: Duration = Duration::from_millis(1);
+/// Packet size whose serialisation time sets the validity bound on slow links, bytes.
+pub const BOUND_PACKET_BYTES: u64 = 1500;
+
+/// Shortest sleep of the relay thread, ns: a wait for an event due sooner is stretched to
+/// this. Arming a timer and waking up costs several microseconds of kernel time on the VM
+/// (perf at 500 Mbps: a third of the thread's time in `ppoll`'s hrtimer path), so one wake-up
+/// per event saturates the thread near 500 Mbps of 1228-byte packets; with 20 us it stays
+/// valid to ~800 Mbps, at the price of at most 20 us more lateness.
+pub const COALESCE_NS: u64 = 20_000;
+/// Most datagrams read from one socket before the thread looks at its events again.
+const BATCH: usize = 64;
+/// Largest UDP payload.
+const MAX_DATAGRAM: usize = 65_536;
+/// Link ids (also their index in `Relay::links`).
+const FORWARD: usize = 0;
+const REVERSE: usize = 1;
+
+/// What the emulator relays and how: addresses, the two directions' links and the seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmulatorConfig {
+    /// Where clients send; port 0 picks a free port (see [`EmulatorHandle::listen_addr`]).
+    pub listen: SocketAddr,
+    /// Where the emulator relays client datagrams to.
+    pub server: SocketAddr,
+    /// The link from the clients to the server.
+    pub forward: LinkConfig,
+    /// The link from the server to the clients.
+    pub reverse: LinkConfig,
+    /// Seed of the links' loss and jitter generators (streams as in the simulator: link 0 is
+    /// `forward`, link 1 is `reverse`).
+    pub seed: u64,
+}
+
+/// Why the emulator could not start.
+#[derive(Debug)]
+pub enum EmulatorError {
+    /// An address is not a loopback address: the emulator only runs on loopback.
+    NotLoopback {
+        /// Which address (`listen` or `server`).
+        role: &'static str,
+        /// The address given.
+        addr: SocketAddr,
+    },
+    /// A setting the link model cannot run with.
+    BadConfig(String),
+    /// A socket or thread operation failed.
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for EmulatorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmulatorError::NotLoopback { role, addr } => write!(
+                f,
+                "emulator {role} address {addr} is not a loopback address \
+                 (the emulator only relays between 127.0.0.0/8 or ::1 addresses)"
+            ),
+            EmulatorError::BadConfig(msg) => write!(f, "bad emulator configuration: {msg}"),
+            EmulatorError::Io { what, source } => write!(f, "emulator: {what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for EmulatorError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EmulatorError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+fn io_err(what: &'static str) -> impl FnOnce(io::Error) -> EmulatorError {
+    move |source| EmulatorError::Io { what, source }
+}
+
+/// Counters and measurements of one direction.
+#[derive(Clone, Debug, Default)]
+pub struct DirectionStats {
+    /// Datagrams that entered the link.
+    pub datagrams_in: u64,
+    /// UDP payload bytes that entered the link.
+    pub bytes_in: u64,
+    /// Datagrams the link delivered and the emulator sent on.
+    pub datagrams_out: u64,
+    /// UDP payload bytes sent on.
+    pub bytes_out: u64,
+    /// Bytes sent on as the link counts them (payload plus IP and UDP headers).
+    pub wire_bytes_out: u64,
+    /// Datagrams dropped because the buffer was full.
+    pub dropped_buffer: u64,
+    /// Datagrams lost to the random loss model.
+    pub lost_random: u64,
+    /// Datagrams dropped by the policer.
+    pub policed: u64,
+    /// Delivered datagrams the emulator failed to send on (socket error).
+    pub send_errors: u64,
+    /// Wire bytes sent on after the first delivery over the time from the first to the last.
+    pub achieved_rate: Rate,
+    /// Lateness of deliveries: time the datagram was handed to the socket minus the time the
+    /// link delivered it, ns.
+    pub delivery_lateness: Histogram,
+    /// The link's own statistics since the start (queue maximum, transmitted bytes, drops).
+    pub link: LinkStats,
+}
+
+/// A client of the emulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// The client's address (the sender to `listen`).
+    pub addr: SocketAddr,
+    /// The address of its upstream socket, which the server sees as the client.
+    pub upstream: SocketAddr,
+}
+
+/// What the emulator measured about the traffic and about itself.
+#[derive(Clone, Debug, Default)]
+pub struct EmulatorStats {
+    /// Time since the emulator started.
+    pub elapsed: Duration,
+    /// Clients to server.
+    pub forward: DirectionStats,
+    /// Server to clients.
+    pub reverse: DirectionStats,
+    /// Clients seen, in order of their first datagram (a client's index is its class).
+    pub clients: Vec<ClientInfo>,
+    /// Datagrams from new senders refused because [`MAX_CLIENTS`] clients exist.
+    pub clients_refused: u64,
+    /// Datagrams that reached an upstream socket from an address other than the server.
+    pub unknown_dropped: u64,
+    /// Payload bytes of those datagrams.
+    pub unknown_bytes: u64,
+    /// Socket receive errors other than "would block".
+    pub io_errors: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Lateness of every event (processing time minus scheduled time), ns.
+    pub lateness: Histogram,
+    /// How long each datagram waited in an emulator socket before the thread read it (read
+    /// time minus the kernel's receive timestamp), ns. A datagram enters its link at its
+    /// kernel timestamp, so waiting does not move it in the model unless the model had
+    /// already passed that time; a long wait means the thread is falling behind.
+    pub input_wait: Histogram,
+    /// Datagrams the kernel dropped at the emulator's sockets because a receive buffer was
+    /// full (the thread fell far behind): losses the model did not make.
+    pub socket_drops: u64,
+    /// The p99 lateness at or below which the run is valid.
+    pub lateness_bound: Duration,
+    /// Receive buffer the kernel granted the listen socket, bytes (Linux reports twice the
+    /// requested size, the other half being its bookkeeping allowance).
+    pub socket_buffer_bytes: usize,
+    /// Whether the relay thread runs at real-time priority (`SCHED_FIFO` 1), which keeps its
+    /// timers on time when other processes compete for the CPU.
+    pub realtime: bool,
+    /// Why the relay thread stopped early, if it did.
+    pub failure: Option<String>,
+    /// The run is valid: p99 of event lateness, of input wait and of each direction's
+    /// delivery lateness within `lateness_bound`, no socket drops, no failure.
+    pub valid: bool,
+}
+
+impl EmulatorStats {
+    /// The p99 of event lateness; zero when no event ran.
+    pub fn lateness_p99(&self) -> Duration {
+        Duration::from_nanos(self.lateness.quantile(0.99).unwrap_or(0.0) as u64)
+    }
+}
+
+/// Bytes a datagram of `payload` UDP payload bytes occupies on an emulated link: the payload
+/// plus 28 (IPv4 and UDP headers) or 48 (IPv6 and UDP headers).
+pub fn wire_bytes(payload: usize, ipv6: bool) -> u32 {
+    let header = if ipv6 { 48 } else { 28 };
+    u32::try_from(payload + header).unwrap_or(u32::MAX)
+}
+
+/// The validity bound of a pair of links: `max(1 ms, serialisation time of a 1500-byte packet
+/// at the slowest rate either link has at any time)`.
+pub fn lateness_bound(forward: &LinkConfig, reverse: &LinkConfig) -> Duration {
+    let slowest = [forward, reverse]
+        .iter()
+        .flat_map(|l| std::iter::once(l.rate).chain(l.schedule.iter().map(|s| s.1)))
+        .map(Rate::bytes_per_sec)
+        .fold(f64::INFINITY, f64::min);
+    let packet = Duration::from_secs_f64(BOUND_PACKET_BYTES as f64 / slowest);
+    packet.max(LATENESS_FLOOR)
+}
+
+/// Asks for `bytes` of receive and send buffer on a socket: `SO_RCVBUFFORCE`/`SO_SNDBUFFORCE`
+/// where the process may (root), else `SO_RCVBUF`/`SO_SNDBUF`, which the kernel caps at
+/// `net.core.rmem_max`/`wmem_max`. Returns the receive buffer the kernel reports.
+pub fn set_socket_buffers(socket: &impl AsFd, bytes: usize) -> io::Result<usize> {
+    let fd = socket.as_fd().as_raw_fd();
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    let set = |opt: libc::c_int| -> bool {
+        // SAFETY: fd is a live socket borrowed for this call; the option value is a c_int
+        // passed with its size.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            ) == 0
+        }
+    };
+    #[cfg(target_os = "linux")]
+    let pairs = [
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+    ];
+    #[cfg(not(target_os = "linux"))]
+    let pairs = [
+        (libc::SO_RCVBUF, libc::SO_RCVBUF),
+        (libc::SO_SNDBUF, libc::SO_SNDBUF),
+    ];
+    for (forced, plain) in pairs {
+        if !set(forced) && !set(plain) {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    let mut got: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: as above; `got` and `len` are valid for writes of their sizes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut got as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(usize::try_from(got).unwrap_or(0))
+}
+
+fn check_rate(what: &str, rate: Rate) -> Result<(), String> {
+    let b = rate.bytes_per_sec();
+    if b.is_finite() && b > 0.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} must be a positive, finite rate, got {rate}"
+        ))
+    }
+}
+
+fn check_probability(what: &str, p: f64) -> Result<(), String> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(format!("{what} must be a probability in [0, 1], got {p}"))
+    }
+}
+
+/// Checks what the link model needs to run: positive rates, probabilities, a non-zero quantum.
+fn check_link(dir: &str, l: &LinkConfig) -> Result<(), String> {
+    check_rate(&format!("{dir} link rate"), l.rate)?;
+    for (t, r) in &l.schedule {
+        check_rate(&format!("{dir} link rate step at {t:?}"), *r)?;
+    }
+    match l.loss {
+        LossConfig::None => {}
+        LossConfig::Bernoulli { p } => check_probability(&format!("{dir} loss p"), p)?,
+        LossConfig::GilbertElliott {
+            p_good_bad,
+            p_bad_good,
+            loss_good,
+            loss_bad,
+        } => {
+            for (name, p) in [
+                ("p_good_bad", p_good_bad),
+                ("p_bad_good", p_bad_good),
+                ("loss_good", loss_good),
+                ("loss_bad", loss_bad),
+            ] {
+                check_probability(&format!("{dir} loss {name}"), p)?;
+            }
+        }
+    }
+    if let Some(p) = l.policer {
+        let b = p.rate.bytes_per_sec();
+        if !(b.is_finite() && b >= 0.0) {
+            return Err(format!(
+                "{dir} policer rate must be finite and not negative"
+            ));
+        }
+    }
+    if let QdiscConfig::Fq { quantum, .. } = l.qdisc {
+        if quantum == 0 {
+            return Err(format!("{dir} fair-queuing quantum must be positive"));
+        }
+    }
+    Ok(())
+}
+
+fn check_config(config: &EmulatorConfig) -> Result<(), EmulatorError> {
+    for (role, addr) in [("listen", config.listen), ("server", config.server)] {
+        if !addr.ip().is_loopback() {
+            return Err(EmulatorError::NotLoopback { role, addr });
+        }
+    }
+    if config.server.port() == 0 {
+        return Err(EmulatorError::BadConfig("server port must not be 0".into()));
+    }
+    if config.listen == config.server {
+        return Err(EmulatorError::BadConfig(format!(
+            "listen and server are the same address {}",
+            config.listen
+        )));
+    }
+    check_link("forward", &config.forward).map_err(EmulatorError::BadConfig)?;
+    check_link("reverse", &config.reverse).map_err(EmulatorError::BadConfig)?;
+    Ok(())
+}
+
+/// Starts the emulator on its own thread: binds `listen` and returns at once. Dropping the
+/// handle stops it too.
+pub fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorError> {
+    check_config(&config)?;
+    let listen = UdpSocket::bind(config.listen).map_err(io_err("binding the listen socket"))?;
+    listen
+        .set_nonblocking(true)
+        .map_err(io_err("making the listen socket non-blocking"))?;
+    let socket_buffer_bytes = set_socket_buffers(&listen, SOCKET_BUFFER_BYTES)
+        .map_err(io_err("sizing the listen socket's buffers"))?;
+    enable_receive_metadata(&listen).map_err(io_err("asking for receive timestamps"))?;
+    let listen_addr = listen
+        .local_addr()
+        .map_err(io_err("reading the listen address"))?;
+    let (control, control_peer) =
+        UnixDatagram::pair().map_err(io_err("creating the control socket"))?;
+    control_peer
+        .set_nonblocking(true)
+        .map_err(io_err("making the control socket non-blocking"))?;
+    let (reply_tx, reply_rx) = mpsc::channel();
+    let last = Arc::new(Mutex::new(None));
+    let last_thread = Arc::clone(&last);
+    let mut relay = Relay::new(config, listen, control_peer, reply_tx, socket_buffer_bytes);
+    let thread = std::thread::Builder::new()
+        .name("kleinrock-emulator".into())
+        .spawn(move || {
+            set_fine_timer_slack();
+            relay.realtime = try_realtime();
+            let result = relay.run();
+            let mut stats = relay.snapshot();
+            if let Err(e) = result {
+                stats.failure = Some(format!("relay thread stopped: {e}"));
+                stats.valid = false;
+            }
+            if let Ok(mut slot) = last_thread.lock() {
+                *slot = Some(stats);
+            }
+            // The relay and all its sockets are dropped here, before the thread ends.
+        })
+        .map_err(io_err("starting the relay thread"))?;
+    Ok(EmulatorHandle {
+        listen: listen_addr,
+        control,
+        replies: Mutex::new(reply_rx),
+        next_id: AtomicU64::new(1),
+        last,
+        thread: Some(thread),
+    })
+}
+
+/// A running emulator.
+#[derive(Debug)]
+pub struct EmulatorHandle {
+    listen: SocketAddr,
+    control: UnixDatagram,
+    replies: Mutex<mpsc::Receiver<(u64, EmulatorStats)>>,
+    next_id: AtomicU64,
+    last: Arc<Mutex<Option<EmulatorStats>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// How long a caller waits for the relay thread to answer.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl EmulatorHandle {
+    /// The address clients send to (with the port the kernel picked if `listen` had port 0).
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen
+    }
+
+    fn request(&self, op: u8) -> Option<EmulatorStats> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut msg = [0u8; 9];
+        msg[0] = op;
+        msg[1..].copy_from_slice(&id.to_le_bytes());
+        self.control.send(&msg).ok()?;
+        let replies = self.replies.lock().ok()?;
+        let deadline = Instant::now() + CONTROL_TIMEOUT;
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match replies.recv_timeout(left) {
+                Ok((got, stats)) if got == id => return Some(stats),
+                Ok(_) => continue, // the answer to an earlier request that timed out
+                Err(_) => return None,
+            }
+        }
+    }
+
+    fn last_known(&self, why: &str) -> EmulatorStats {
+        let last = self.last.lock().ok().and_then(|l| l.clone());
+        last.unwrap_or_else(|| EmulatorStats {
+            failure: Some(why.to_string()),
+            ..EmulatorStats::default()
+        })
+    }
+
+    /// A snapshot of the counters and measurements so far.
+    pub fn stats(&self) -> EmulatorStats {
+        self.request(b'S')
+            .unwrap_or_else(|| self.last_known("the relay thread did not answer"))
+    }
+
+    /// Stops the relay thread, releases every socket, and returns the final statistics.
+    pub fn shutdown(mut self) -> EmulatorStats {
+        let stats = self.request(b'Q');
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        stats.unwrap_or_else(|| self.last_known("the relay thread did not answer"))
+    }
+}
+
+impl Drop for EmulatorHandle {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = self.control.send(&[b'Q', 0, 0, 0, 0, 0, 0, 0, 0]);
+            let _ = t.join();
+        }
+    }
+}
+
+/// Sets this thread's timer slack to 1 ns so `ppoll` timeouts are not rounded up by 50 us.
+fn set_fine_timer_slack() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Moves this thread to `SCHED_FIFO` at the lowest real-time priority, where the process may
+/// (root or `CAP_SYS_NICE`); returns whether it did. The relay sleeps in `ppoll` whenever it
+/// is idle, and the kernel's real-time throttling (`sched_rt_runtime_us`, 95 % by default)
+/// keeps even a flooded relay from taking a whole CPU.
+fn try_realtime() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: changes the scheduling policy of the calling thread only; param is valid.
+        unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// Waits until a socket is readable or `timeout_ns` has passed (forever for `None`).
+fn wait(fds: &mut [libc::pollfd], timeout_ns: Option<u64>) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    let r = {
+        let ts = timeout_ns.map(|ns| libc::timespec {
+            tv_sec: (ns / 1_000_000_000).min(i32::MAX as u64) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        });
+        let tsp = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: fds is a valid array of pollfd of the given length; tsp is null or points
+        // to a timespec that outlives the call; no signal mask.
+        unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                tsp,
+                std::ptr::null(),
+            )
+        }
+    };
+    #[cfg(not(target_os = "linux"))]
+    let r = {
+        let ms = timeout_ns.map_or(-1, |ns| ns.div_ceil(1_000_000).min(i32::MAX as u64) as i32);
+        // SAFETY: fds is a valid array of pollfd of the given length.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) }
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Asks the kernel to stamp each received datagram (`SO_TIMESTAMPNS`) and to report the
+/// socket's drop counter with it (`SO_RXQ_OVFL`).
+fn enable_receive_metadata(socket: &UdpSocket) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    for opt in [libc::SO_TIMESTAMPNS, libc::SO_RXQ_OVFL] {
+        let on: libc::c_int = 1;
+        // SAFETY: a live socket and a c_int option value passed with its size.
+        let r = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = socket;
+    Ok(())
+}
+
+/// A datagram read from a socket.
+struct Received {
+    /// Payload bytes (in the caller's buffer).
+    len: usize,
+    /// Sender.
+    from: SocketAddr,
+    /// How long it waited in the socket: time of the read minus the kernel's receive
+    /// timestamp, both on the system clock; `None` without a timestamp.
+    waited_ns: Option<u64>,
+    /// The socket's drop counter (datagrams the kernel dropped because the receive buffer
+    /// was full, since the socket was created), if reported.
+    socket_drops: Option<u32>,
+}
+
+/// Reads one datagram into `buf` with its kernel timestamp and the socket's drop counter.
+#[cfg(target_os = "linux")]
+fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
+    // SAFETY: every pointer in the msghdr refers to a live local buffer of the stated length;
+    // control messages are read with the CMSG macros inside `control`, their payloads with
+    // unaligned reads; the address is read as the family the kernel wrote.
+    unsafe {
+        let mut addr: libc::sockaddr_storage = std::mem::zeroed();
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let mut control = [0u64; 16];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = (&mut addr as *mut libc::sockaddr_storage).cast();
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        let n = libc::recvmsg(socket.as_raw_fd(), &mut msg, 0);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let read_at = system_ns();
+        let mut waited_ns = None;
+        let mut socket_drops = None;
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET {
+                let data = libc::CMSG_DATA(c);
+                if (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts = std::ptr::read_unaligned(data as *const libc::timespec);
+                    let stamp = (ts.tv_sec as u64)
+                        .saturating_mul(1_000_000_000)
+                        .saturating_add(ts.tv_nsec as u64);
+                    waited_ns = Some(read_at.saturating_sub(stamp));
+                } else if (*c).cmsg_type == libc::SO_RXQ_OVFL {
+                    socket_drops = Some(std::ptr::read_unaligned(data as *const u32));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        let from = match i32::from(addr.ss_family) {
+            libc::AF_INET => {
+                let a = &*(&addr as *const libc::sockaddr_storage as *const libc::sockaddr_in);
+                SocketAddr::from((
+                    Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                    u16::from_be(a.sin_port),
+                ))
+            }
+            libc::AF_INET6 => {
+                let a = &*(&addr as *const libc::sockaddr_storage as *const libc::sockaddr_in6);
+                SocketAddr::V6(std::net::SocketAddrV6::new(
+                    Ipv6Addr::from(a.sin6_addr.s6_addr),
+                    u16::from_be(a.sin6_port),
+                    a.sin6_flowinfo,
+                    a.sin6_scope_id,
+                ))
+            }
+            _ => return Err(io::Error::other("datagram from an unknown address family")),
+        };
+        Ok(Received {
+            len: n as usize,
+            from,
+            waited_ns,
+            socket_drops,
+        })
+    }
+}
+
+/// Reads one datagram into `buf` (no kernel timestamps on this platform).
+#[cfg(not(target_os = "linux"))]
+fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
+    let (len, from) = socket.recv_from(buf)?;
+    Ok(Received {
+        len,
+        from,
+        waited_ns: None,
+        socket_drops: None,
+    })
+}
+
+/// Nanoseconds on the system clock (the clock of kernel receive timestamps).
+#[cfg(target_os = "linux")]
+fn system_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, duration_nanos)
+}
+
+fn pollfd(fd: &impl AsFd) -> libc::pollfd {
+    libc::pollfd {
+        fd: fd.as_fd().as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// A client: its address and the socket that speaks to the server for it.
+#[derive(Debug)]
+struct Client {
+    addr: SocketAddr,
+    upstream: UdpSocket,
+    upstream_addr: SocketAddr,
+}
+
+/// A datagram in a link: its bytes and its client.
+#[derive(Debug, Default)]
+struct Slot {
+    data: Vec<u8>,
+    client: u32,
+}
+
+/// Per-direction counters kept by the thread.
+#[derive(Debug, Default)]
+struct Direction {
+    stats: DirectionStats,
+    first_out_ns: Option<u64>,
+    first_out_wire: u64,
+    last_out_ns: u64,
+}
+
+/// What happens after a control message.
+#[derive(PartialEq, Eq)]
+enum Control {
+    Continue,
+    Quit,
+}
+
+/// The relay thread's state.
+struct Relay {
+    start: Instant,
+    listen: UdpSocket,
+    server: SocketAddr,
+    control: UnixDatagram,
+    replies: mpsc::Sender<(u64, EmulatorStats)>,
+    clients: Vec<Client>,
+    by_addr: HashMap<SocketAddr, u32>,
+    /// `[control, listen, upstream of client 0, client 1, ...]`.
+    fds: Vec<libc::pollfd>,
+    links: [Link; 2],
+    events: EventQueue,
+    slab: Vec<Slot>,
+    free: Vec<u32>,
+    buf: Vec<u8>,
+    out: Vec<u32>,
+    dirs: [Direction; 2],
+    clients_refused: u64,
+    unknown_dropped: u64,
+    unknown_bytes: u64,
+    io_errors: u64,
+    events_done: u64,
+    lateness: Histogram,
+    bound: Duration,
+    socket_buffer_bytes: usize,
+    realtime: bool,
+    /// The latest model time processed; datagrams never enter before it.
+    model_ns: u64,
+    /// How long datagrams waited in the sockets before the thread read them, ns.
+    input_wait: Histogram,
+    /// Each socket's drop counter, as `fds` (index 0, the control socket, stays 0).
+    socket_drops: Vec<u32>,
+}
+
+impl Relay {
+    fn new(
+        config: EmulatorConfig,
+        listen: UdpSocket,
+        control: UnixDatagram,
+        replies: mpsc::Sender<(u64, EmulatorStats)>,
+        socket_buffer_bytes: usize,
+    ) -> Self {
+        // The simulator's streams: link i's loss is stream 2^32 + i, its jitter 2^33 + i.
+        let seeded = |stream: u64| {
+            let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+            rng.set_stream(stream);
+            rng
+        };
+        let link = |i: usize, l: &LinkConfig| {
+            let i = i as u64;
+            Link::new(i as u32, l, seeded((1 << 32) + i), seeded((1 << 33) + i))
+        };
+        let links = [
+            link(FORWARD, &config.forward),
+            link(REVERSE, &config.reverse),
+        ];
+        let mut events = EventQueue::new();
+        for l in &links {
+            l.schedule_rate_steps(&mut events);
+        }
+        let fds = vec![pollfd(&control), pollfd(&listen)];
+        Relay {
+            start: Instant::now(),
+            listen,
+            server: config.server,
+            control,
+            replies,
+            clients: Vec::new(),
+            by_addr: HashMap::new(),
+            fds,
+            links,
+            events,
+            slab: Vec::new(),
+            free: Vec::new(),
+            buf: vec![0; MAX_DATAGRAM],
+            out: Vec::new(),
+            dirs: Default::default(),
+            clients_refused: 0,
+            unknown_dropped: 0,
+            unknown_bytes: 0,
+            io_errors: 0,
+            events_done: 0,
+            lateness: Histogram::new(),
+            bound: lateness_bound(&config.forward, &config.reverse),
+            socket_buffer_bytes,
+            realtime: false,
+            model_ns: 0,
+            input_wait: Histogram::new(),
+            socket_drops: vec![0, 0],
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        duration_nanos(self.start.elapsed())
+    }
+
+    /// The loop: wait for a datagram or the next event, read what arrived, run what is due.
+    fn run(&mut self) -> io::Result<()> {
+        loop {
+            // A wait shorter than COALESCE_NS is stretched to it, so that closely spaced
+            // events share one wake-up (they run late by at most that much).
+            let timeout = self
+                .events
+                .peek_time()
+                .map(|t| t.saturating_sub(self.now_ns()))
+                .map(|w| if w > 0 { w.max(COALESCE_NS) } else { 0 });
+            wait(&mut self.fds, timeout)?;
+            let ready = |fd: &libc::pollfd| fd.revents & (libc::POLLIN | libc::POLLERR) != 0;
+            if ready(&self.fds[0]) && self.on_control() == Control::Quit {
+                return Ok(());
+            }
+            let mut drained = true;
+            if ready(&self.fds[1]) {
+                drained &= self.drain_listen();
+            }
+            // Clients added while draining are polled from the next round on.
+            for i in 2..self.fds.len() {
+                if ready(&self.fds[i]) {
+                    drained &= self.drain_upstream(i - 2);
+                }
+            }
+            // The model may run to now only when no datagram is left unread: one still in a
+            // socket may have arrived before now, and must enter before later events run.
+            if drained {
+                let now = self.now_ns();
+                self.process_until(now);
+            }
+        }
+    }
+
+    fn on_control(&mut self) -> Control {
+        let mut msg = [0u8; 16];
+        loop {
+            match self.control.recv(&mut msg) {
+                Ok(9) => {
+                    let mut id = [0u8; 8];
+                    id.copy_from_slice(&msg[1..9]);
+                    let id = u64::from_le_bytes(id);
+                    let stats = self.snapshot();
+                    let _ = self.replies.send((id, stats));
+                    if msg[0] == b'Q' {
+                        return Control::Quit;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Would block: nothing more to read. Any other error: the handle is gone.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Control::Continue,
+                Err(_) => return Control::Quit,
+            }
+        }
+    }
+
+    /// Reads one datagram from socket `i` of `fds` (1: listen, 2+: upstream of client i-2);
+    /// `None` when there is nothing more to read now.
+    fn read(&mut self, i: usize) -> Option<Received> {
+        loop {
+            let socket = if i == 1 {
+                &self.listen
+            } else {
+                &self.clients[i - 2].upstream
+            };
+            match receive(socket, &mut self.buf) {
+                Ok(r) => {
+                    if let Some(d) = r.socket_drops {
+                        self.socket_drops[i] = self.socket_drops[i].max(d);
+                    }
+                    return Some(r);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(_) => {
+                    self.io_errors += 1;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// The model time at which a datagram that waited `waited_ns` in its socket arrived:
+    /// now minus the wait, but never before what the model has already processed.
+    fn arrival_time(&mut self, waited_ns: Option<u64>) -> u64 {
+        let now = self.now_ns();
+        if let Some(w) = waited_ns {
+            self.input_wait.record(w);
+        }
+        now.saturating_sub(waited_ns.unwrap_or(0))
+            .max(self.model_ns)
+    }
+
+    /// Reads up to [`BATCH`] datagrams from the listen socket; true if it is now empty.
+    fn drain_listen(&mut self) -> bool {
+        for _ in 0..BATCH {
+            let Some(r) = self.read(1) else {
+                return true;
+            };
+            let at = self.arrival_time(r.waited_ns);
+            let Some(client) = self.client_for(r.from) else {
+                self.clients_refused += 1;
+                continue;
+            };
+            self.enter(FORWARD, client, r.len, r.from.is_ipv6(), at);
+        }
+        false
+    }
+
+    /// Reads up to [`BATCH`] datagrams from a client's upstream socket; true if it is now
+    /// empty.
+    fn drain_upstream(&mut self, client: usize) -> bool {
+        for _ in 0..BATCH {
+            let Some(r) = self.read(client + 2) else {
+                return true;
+            };
+            if r.from != self.server {
+                self.unknown_dropped += 1;
+                self.unknown_bytes += r.len as u64;
+                continue;
+            }
+            let at = self.arrival_time(r.waited_ns);
+            self.enter(REVERSE, client as u32, r.len, r.from.is_ipv6(), at);
+        }
+        false
+    }
+
+    /// The index of the client at `addr`, creating it (and its upstream socket) if new.
+    fn client_for(&mut self, addr: SocketAddr) -> Option<u32> {
+        if let Some(&c) = self.by_addr.get(&addr) {
+            return Some(c);
+        }
+        if self.clients.len() >= MAX_CLIENTS {
+            return None;
+        }
+        let ip = match self.server.ip() {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        };
+        let open = || -> io::Result<(UdpSocket, SocketAddr)> {
+            let s = UdpSocket::bind(SocketAddr::new(ip, 0))?;
+            s.set_nonblocking(true)?;
+            set_socket_buffers(&s, SOCKET_BUFFER_BYTES)?;
+            enable_receive_metadata(&s)?;
+            let a = s.local_addr()?;
+            Ok((s, a))
+        };
+        let Ok((upstream, upstream_addr)) = open() else {
+            self.io_errors += 1;
+            return None;
+        };
+        let c = self.clients.len() as u32;
+        self.fds.push(pollfd(&upstream));
+        self.socket_drops.push(0);
+        self.clients.push(Client {
+            addr,
+            upstream,
+            upstream_addr,
+        });
+        self.by_addr.insert(addr, c);
+        Some(c)
+    }
+
+    /// The datagram of `n` bytes in `buf` from `client` enters link `dir` at model time `now`.
+    fn enter(&mut self, dir: usize, client: u32, n: usize, ipv6: bool, now: u64) {
+        self.process_until(now);
+        let packet = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slab.push(Slot::default());
+                (self.slab.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slab[packet as usize];
+        slot.data.clear();
+        slot.data.extend_from_slice(&self.buf[..n]);
+        slot.client = client;
+        let d = &mut self.dirs[dir].stats;
+        d.datagrams_in += 1;
+        d.bytes_in += n as u64;
+        let q = Queued {
+            packet,
+            size: wire_bytes(n, ipv6),
+            class: client,
+        };
+        let admission = self.links[dir].arrive(now, q, &mut self.events);
+        let d = &mut self.dirs[dir].stats;
+        match admission {
+            Admission::Accepted => return,
+            Admission::LostRandom => d.lost_random += 1,
+            Admission::Policed => d.policed += 1,
+            Admission::Dropped => d.dropped_buffer += 1,
+        }
+        self.free.push(packet);
+    }
+
+    /// Runs every event due at or before `t`, each at its own scheduled time.
+    fn process_until(&mut self, t: u64) {
+        self.model_ns = self.model_ns.max(t);
+        while let Some(due) = self.events.peek_time() {
+            if due > t {
+                break;
+            }
+            let Some((due, target)) = self.events.pop() else {
+                break;
+            };
+            let late = self.now_ns().saturating_sub(due);
+            self.lateness.record(late);
+            self.events_done += 1;
+            match target {
+                Target::LinkTransmit(l) => {
+                    self.links[l as usize].on_transmitted(due, &mut self.events)
+                }
+                Target::LinkRate(l) => self.links[l as usize].on_rate_step(due, &mut self.events),
+                Target::LinkArrival(l) => {
+                    let mut out = std::mem::take(&mut self.out);
+                    self.links[l as usize].take_arrivals(due, &mut out, &mut self.events);
+                    for &p in &out {
+                        self.deliver(l as usize, p, due);
+                    }
+                    out.clear();
+                    self.out = out;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Sends the datagram in slot `p`, which link `dir` delivered at `due`, and frees the slot.
+    fn deliver(&mut self, dir: usize, p: u32, due: u64) {
+        let now = self.now_ns();
+        let slot = &self.slab[p as usize];
+        let client = &self.clients[slot.client as usize];
+        let sent = if dir == FORWARD {
+            client.upstream.send_to(&slot.data, self.server)
+        } else {
+            self.listen.send_to(&slot.data, client.addr)
+        };
+        let n = slot.data.len();
+        let ipv6 = if dir == FORWARD {
+            self.server.is_ipv6()
+        } else {
+            client.addr.is_ipv6()
+        };
+        self.free.push(p);
+        let d = &mut self.dirs[dir];
+        d.stats.delivery_lateness.record(now.saturating_sub(due));
+        match sent {
+            Ok(_) => {
+                let wire = u64::from(wire_bytes(n, ipv6));
+                d.stats.datagrams_out += 1;
+                d.stats.bytes_out += n as u64;
+                d.stats.wire_bytes_out += wire;
+                if d.first_out_ns.is_none() {
+                    d.first_out_ns = Some(due);
+                    d.first_out_wire = wire;
+                }
+                d.last_out_ns = due;
+            }
+            Err(_) => d.stats.send_errors += 1,
+        }
+    }
+
+    fn snapshot(&mut self) -> EmulatorStats {
+        let now = self.now_ns();
+        let mut dir_stats = |i: usize| {
+            let d = &self.dirs[i];
+            let mut s = d.stats.clone();
+            if let Some(first) = d.first_out_ns {
+                let span = Duration::from_nanos(d.last_out_ns - first);
+                s.achieved_rate = Rate::from_bytes_over(s.wire_bytes_out - d.first_out_wire, span);
+            }
+            s.link = self.links[i].finish(now, 0);
+            s
+        };
+        let forward = dir_stats(FORWARD);
+        let reverse = dir_stats(REVERSE);
+        let bound = self.bound.as_nanos() as f64;
+        let within = |h: &Histogram| h.quantile(0.99).unwrap_or(0.0) <= bound;
+        let socket_drops = self.socket_drops.iter().map(|&d| u64::from(d)).sum();
+        let valid = within(&self.lateness)
+            && within(&self.input_wait)
+            && within(&forward.delivery_lateness)
+            && within(&reverse.delivery_lateness)
+            && socket_drops == 0;
+        EmulatorStats {
+            elapsed: Duration::from_nanos(now),
+            forward,
+            reverse,
+            clients: self
+                .clients
+                .iter()
+                .map(|c| ClientInfo {
+                    addr: c.addr,
+                    upstream: c.upstream_addr,
+                })
+                .collect(),
+            clients_refused: self.clients_refused,
+            unknown_dropped: self.unknown_dropped,
+            unknown_bytes: self.unknown_bytes,
+            io_errors: self.io_errors,
+            events: self.events_done,
+            lateness: self.lateness.clone(),
+            input_wait: self.input_wait.clone(),
+            socket_drops,
+            lateness_bound: self.bound,
+            socket_buffer_bytes: self.socket_buffer_bytes,
+            realtime: self.realtime,
+            failure: None,
+            valid,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kleinrock_sim::BufferLimit;
+
+    fn link(mbps: f64) -> LinkConfig {
+        LinkConfig {
+            name: "l".into(),
+            rate: Rate::from_bits_per_sec(mbps * 1e6),
+            schedule: vec![],
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            loss: LossConfig::None,
+            policer: None,
+            qdisc: QdiscConfig::Fifo,
+            buffer: BufferLimit::Packets(10),
+        }
+    }
+
+    #[test]
+    fn bound_is_1_ms_or_a_packet_at_the_slowest_rate() {
+        assert_eq!(lateness_bound(&link(100.0), &link(100.0)), LATENESS_FLOOR);
+        // 1500 B at 10 Mbps: 1.2 ms.
+        let b = lateness_bound(&link(100.0), &link(10.0));
+        assert_eq!(b, Duration::from_micros(1200));
+        // A step down to 1 Mbps: 12 ms.
+        let mut stepped = link(100.0);
+        stepped.schedule = vec![(Duration::from_secs(1), Rate::from_bits_per_sec(1e6))];
+        assert_eq!(
+            lateness_bound(&stepped, &link(100.0)),
+            Duration::from_millis(12)
+        );
+    }
+
+    #[test]
+    fn wire_size_adds_ip_and_udp_headers() {
+        assert_eq!(wire_bytes(1200, false), 1228);
+        assert_eq!(wire_bytes(1200, true), 1248);
+    }
+
+    #[test]
+    fn config_checks_name_the_problem() {
+        let server: SocketAddr = "127.0.0.1:4433".parse().unwrap();
+        let ok = EmulatorConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            server,
+            forward: link(10.0),
+            reverse: link(10.0),
+            seed: 0,
+        };
+        assert!(check_config(&ok).is_ok());
+        let mut c = ok.clone();
+        c.listen = "[::1]:0".parse().unwrap();
+        assert!(check_config(&c).is_ok(), "IPv6 loopback is loopback");
+        c.listen = "10.1.2.3:0".parse().unwrap();
+        assert!(matches!(
+            check_config(&c),
+            Err(EmulatorError::NotLoopback { role: "listen", .. })
+        ));
+        let mut c = ok.clone();
+        c.listen = server;
+        assert!(check_config(&c).is_err(), "a relay to itself");
+        let mut c = ok.clone();
+        c.reverse.loss = LossConfig::Bernoulli { p: 1.5 };
+        let e = check_config(&c).unwrap_err().to_string();
+        assert!(e.contains("reverse loss p"), "{e}");
+        let mut c = ok;
+        c.forward.qdisc = QdiscConfig::Fq {
+            flow_limit: 100,
+            quantum: 0,
+            initial_quantum: 0,
+        };
+        let e = check_config(&c).unwrap_err().to_string();
+        assert!(e.contains("quantum"), "{e}");
+    }
+}

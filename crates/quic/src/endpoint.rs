@@ -1,0 +1,577 @@
+//! Loopback QUIC endpoints on noq + rustls: a server whose congestion controller is a
+//! [`CcFactory`] and a client that fetches a number of bytes and verifies them.
+//!
+//! This module owns the tiny request protocol, the deterministic content, the TLS set-up and the
+//! endpoint errors. Protocol (ALPN `kleinrock`): on each bidirectional stream the client sends an
+//! 8-byte big-endian length `N` and finishes its side; the server answers with the first `N`
+//! bytes of the [`ContentStream`] seeded with [`CONTENT_SEED`] and finishes the stream. The
+//! server's certificate is self-signed, made at start-up with rcgen for `localhost`; the client
+//! trusts exactly that certificate. Only loopback addresses are accepted.
+
+use crate::adapter::{CcFactory, CcProbe};
+use kleinrock_cc::Rate;
+use noq::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use noq::rustls;
+use noq::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use noq::{
+    ClientConfig, EndpointConfig, MtuDiscoveryConfig, ServerConfig, TransportConfig, VarInt,
+};
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The ALPN protocol both endpoints speak.
+pub const ALPN: &[u8] = b"kleinrock";
+/// The name the certificate is made for and the client asks for.
+pub const SERVER_NAME: &str = "localhost";
+/// Seed of the content the server sends.
+pub const CONTENT_SEED: u64 = 0x6b6c_6569_6e72_6f63;
+/// Socket buffer size asked for, bytes (Linux caps it at `net.core.{r,w}mem_max`).
+pub const DEFAULT_SOCKET_BUFFER: usize = 8 << 20;
+/// Largest UDP payload either endpoint accepts (RFC 9000 §18.2 limit).
+const MAX_UDP_PAYLOAD: u16 = 65527;
+/// Stream flow-control window the client grants, bytes: many BDPs of an emulated path.
+const STREAM_RECEIVE_WINDOW: u32 = 64 << 20;
+/// Bytes the server buffers for sending per connection.
+const SEND_WINDOW: u64 = 64 << 20;
+/// Size of one write of content on the server.
+const WRITE_CHUNK: usize = 64 << 10;
+/// How long the client waits for its connection close to drain.
+const CLOSE_DRAIN: Duration = Duration::from_millis(500);
+/// How long a shutdown waits for the port to be released.
+const RELEASE_WAIT: Duration = Duration::from_secs(2);
+
+/// Why an endpoint could not do its job.
+#[derive(Debug)]
+pub enum Error {
+    /// The address is not a loopback address; these endpoints only run on loopback.
+    NotLoopback(SocketAddr),
+    /// A socket operation failed.
+    Io {
+        /// What was being done.
+        context: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The certificate or TLS configuration could not be made or used.
+    Tls(String),
+    /// The connection could not be made or was lost.
+    Connection(String),
+    /// A stream failed.
+    Stream(String),
+    /// The content that arrived is not the content asked for.
+    Verify {
+        /// Bytes asked for.
+        expected_bytes: u64,
+        /// Bytes that arrived.
+        received_bytes: u64,
+        /// SHA-256 of the expected content, hex.
+        expected_sha256: String,
+        /// SHA-256 of what arrived, hex.
+        received_sha256: String,
+    },
+    /// The server's port was still in use after shutdown.
+    NotReleased(SocketAddr),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotLoopback(a) => write!(
+                f,
+                "{a} is not a loopback address; use 127.0.0.1 or ::1 (the QUIC endpoints run on loopback only)"
+            ),
+            Error::Io { context, source } => write!(f, "{context}: {source}"),
+            Error::Tls(e) => write!(f, "TLS: {e}"),
+            Error::Connection(e) => write!(f, "QUIC connection: {e}"),
+            Error::Stream(e) => write!(f, "QUIC stream: {e}"),
+            Error::Verify {
+                expected_bytes,
+                received_bytes,
+                expected_sha256,
+                received_sha256,
+            } => write!(
+                f,
+                "content mismatch: expected {expected_bytes} bytes with SHA-256 {expected_sha256}, \
+                 received {received_bytes} bytes with SHA-256 {received_sha256}"
+            ),
+            Error::NotReleased(a) => write!(f, "port {a} still in use after shutdown"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+fn io(context: &'static str) -> impl FnOnce(std::io::Error) -> Error {
+    move |source| Error::Io { context, source }
+}
+
+fn tls(e: impl fmt::Display) -> Error {
+    Error::Tls(e.to_string())
+}
+
+fn connection(e: impl fmt::Display) -> Error {
+    Error::Connection(e.to_string())
+}
+
+fn stream(e: impl fmt::Display) -> Error {
+    Error::Stream(e.to_string())
+}
+
+/// Deterministic content: the outputs of splitmix64 from a seed, little-endian, so both ends
+/// produce the same bytes without storing them.
+#[derive(Clone, Debug)]
+pub struct ContentStream {
+    state: u64,
+    word: [u8; 8],
+    used: usize,
+}
+
+impl ContentStream {
+    /// The stream for `seed`.
+    pub fn new(seed: u64) -> Self {
+        ContentStream {
+            state: seed,
+            word: [0; 8],
+            used: 8,
+        }
+    }
+
+    fn next_word(&mut self) -> u64 {
+        // splitmix64 (Steele, Lea, Flood 2014).
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Fills `out` with the next bytes of the stream.
+    pub fn fill(&mut self, out: &mut [u8]) {
+        let mut out = out;
+        // Finish the current word.
+        let take = (8 - self.used).min(out.len());
+        out[..take].copy_from_slice(&self.word[self.used..self.used + take]);
+        self.used += take;
+        out = &mut out[take..];
+        let mut chunks = out.chunks_exact_mut(8);
+        for chunk in &mut chunks {
+            chunk.copy_from_slice(&self.next_word().to_le_bytes());
+        }
+        let tail = chunks.into_remainder();
+        if !tail.is_empty() {
+            self.word = self.next_word().to_le_bytes();
+            tail.copy_from_slice(&self.word[..tail.len()]);
+            self.used = tail.len();
+        }
+    }
+}
+
+/// SHA-256, hex, of the first `size` bytes of the content for `seed`.
+pub fn content_sha256(seed: u64, size: u64) -> String {
+    let mut content = ContentStream::new(seed);
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; WRITE_CHUNK];
+    let mut left = size;
+    while left > 0 {
+        let n = usize::try_from(left).map_or(buf.len(), |l| l.min(buf.len()));
+        content.fill(&mut buf[..n]);
+        hash.update(&buf[..n]);
+        left -= n as u64;
+    }
+    hex(hash.finish().as_ref())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn ensure_loopback(addr: SocketAddr) -> Result<(), Error> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(Error::NotLoopback(addr))
+    }
+}
+
+/// A non-blocking UDP socket bound to `addr` with buffers of `buffer` bytes asked for.
+fn udp_socket(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, Error> {
+    let socket = UdpSocket::bind(addr).map_err(io("binding the UDP socket"))?;
+    let sock = socket2::SockRef::from(&socket);
+    // Best effort: the kernel caps the sizes (net.core.rmem_max / wmem_max) without failing.
+    sock.set_recv_buffer_size(buffer)
+        .map_err(io("setting the UDP receive buffer"))?;
+    sock.set_send_buffer_size(buffer)
+        .map_err(io("setting the UDP send buffer"))?;
+    socket
+        .set_nonblocking(true)
+        .map_err(io("making the UDP socket non-blocking"))?;
+    Ok(socket)
+}
+
+fn socket_buffers(socket: &UdpSocket) -> (usize, usize) {
+    let sock = socket2::SockRef::from(socket);
+    (
+        sock.recv_buffer_size().unwrap_or(0),
+        sock.send_buffer_size().unwrap_or(0),
+    )
+}
+
+fn endpoint_config() -> Result<EndpointConfig, Error> {
+    let mut config = EndpointConfig::default();
+    config
+        .max_udp_payload_size(MAX_UDP_PAYLOAD)
+        .map_err(connection)?;
+    Ok(config)
+}
+
+fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn new_endpoint(socket: UdpSocket, server: Option<ServerConfig>) -> Result<noq::Endpoint, Error> {
+    noq::Endpoint::new(
+        endpoint_config()?,
+        server,
+        socket,
+        Arc::new(noq::TokioRuntime),
+    )
+    .map_err(io("starting the QUIC endpoint"))
+}
+
+/// What [`serve`] runs.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Loopback address to bind; port 0 picks a free port.
+    pub addr: SocketAddr,
+    /// The congestion controller of every connection.
+    pub factory: CcFactory,
+    /// UDP socket buffer size asked for, bytes.
+    pub socket_buffer: usize,
+}
+
+impl ServeOptions {
+    /// Serves on 127.0.0.1 on a free port with [`DEFAULT_SOCKET_BUFFER`].
+    pub fn new(factory: CcFactory) -> Self {
+        ServeOptions {
+            addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            factory,
+            socket_buffer: DEFAULT_SOCKET_BUFFER,
+        }
+    }
+}
+
+/// A running server; [`ServerHandle::shutdown`] stops it and releases its port (dropping it
+/// stops it too, without waiting).
+#[derive(Debug)]
+pub struct ServerHandle {
+    endpoint: Option<noq::Endpoint>,
+    accept: Option<JoinHandle<()>>,
+    addr: SocketAddr,
+    probe: CcProbe,
+    cert_der: CertificateDer<'static>,
+    socket_buffers: (usize, usize),
+}
+
+impl ServerHandle {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The probe of the server's congestion controller (the latest connection's).
+    pub fn probe(&self) -> CcProbe {
+        self.probe.clone()
+    }
+
+    /// The server's self-signed certificate, DER, for [`fetch`].
+    pub fn cert_der(&self) -> &[u8] {
+        self.cert_der.as_ref()
+    }
+
+    /// UDP receive and send buffer sizes the kernel granted, bytes.
+    pub fn socket_buffers(&self) -> (usize, usize) {
+        self.socket_buffers
+    }
+
+    /// Closes every connection, stops accepting, and waits until the port is free again.
+    pub async fn shutdown(mut self) -> Result<(), Error> {
+        if let Some(endpoint) = self.endpoint.take() {
+            endpoint.close(VarInt::from_u32(0), b"shutdown");
+            endpoint.wait_idle().await;
+        }
+        if let Some(accept) = self.accept.take() {
+            accept.abort();
+            // The accept task ends (cancelled); its connections are dropped with it.
+            let _ = accept.await;
+        }
+        // The endpoint's driver task drops the socket once it sees the endpoint closed.
+        let deadline = Instant::now() + RELEASE_WAIT;
+        loop {
+            if UdpSocket::bind(self.addr).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::NotReleased(self.addr));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        if let Some(endpoint) = self.endpoint.take() {
+            endpoint.close(VarInt::from_u32(0), b"shutdown");
+        }
+        if let Some(accept) = self.accept.take() {
+            accept.abort();
+        }
+    }
+}
+
+/// The server's transport: the factory's controller, its packet size fixed to the controller's
+/// `max_datagram_size` (no MTU discovery, so cwnd and packets count the same bytes), and windows
+/// large enough for emulated paths.
+fn server_transport(factory: &CcFactory) -> TransportConfig {
+    let mtu = u16::try_from(factory.config().max_datagram_size)
+        .unwrap_or(MAX_UDP_PAYLOAD)
+        .clamp(1200, MAX_UDP_PAYLOAD);
+    let mut t = TransportConfig::default();
+    t.congestion_controller_factory(Arc::new(factory.clone()))
+        .initial_mtu(mtu)
+        .min_mtu(mtu)
+        .mtu_discovery_config(None::<MtuDiscoveryConfig>)
+        .send_window(SEND_WINDOW)
+        .max_concurrent_uni_streams(VarInt::from_u32(0));
+    t
+}
+
+/// Starts a server on `opts.addr` (loopback only) and returns at once; connections are served
+/// on the current tokio runtime.
+pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
+    ensure_loopback(opts.addr)?;
+    let key = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()]).map_err(tls)?;
+    let cert_der = key.cert.der().clone();
+    let key_der = PrivateKeyDer::from(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
+    let mut tls_config = rustls::ServerConfig::builder_with_provider(crypto_provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(tls)?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert_der.clone()], key_der)
+        .map_err(tls)?;
+    tls_config.alpn_protocols = vec![ALPN.to_vec()];
+    let crypto = QuicServerConfig::try_from(tls_config).map_err(tls)?;
+    let mut server_config = ServerConfig::with_crypto(Arc::new(crypto));
+    server_config.transport_config(Arc::new(server_transport(&opts.factory)));
+
+    let socket = udp_socket(opts.addr, opts.socket_buffer)?;
+    let socket_buffers = socket_buffers(&socket);
+    let endpoint = new_endpoint(socket, Some(server_config))?;
+    let addr = endpoint
+        .local_addr()
+        .map_err(io("reading the server address"))?;
+    let accept = tokio::spawn(accept_loop(endpoint.clone()));
+    Ok(ServerHandle {
+        endpoint: Some(endpoint),
+        accept: Some(accept),
+        addr,
+        probe: opts.factory.probe(),
+        cert_der,
+        socket_buffers,
+    })
+}
+
+async fn accept_loop(endpoint: noq::Endpoint) {
+    let mut connections = JoinSet::new();
+    while let Some(incoming) = endpoint.accept().await {
+        connections.spawn(async move {
+            if let Ok(conn) = incoming.await {
+                serve_connection(conn).await;
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+async fn serve_connection(conn: noq::Connection) {
+    let mut streams = JoinSet::new();
+    // Ends when the client closes the connection.
+    while let Ok((send, recv)) = conn.accept_bi().await {
+        streams.spawn(serve_stream(send, recv));
+        while streams.try_join_next().is_some() {}
+    }
+}
+
+/// Answers one request; a malformed one (fewer than 8 bytes) is dropped.
+async fn serve_stream(mut send: noq::SendStream, mut recv: noq::RecvStream) {
+    let mut request = [0u8; 8];
+    if recv.read_exact(&mut request).await.is_err() {
+        return;
+    }
+    let mut left = u64::from_be_bytes(request);
+    let mut content = ContentStream::new(CONTENT_SEED);
+    let mut buf = vec![0u8; WRITE_CHUNK];
+    while left > 0 {
+        let n = usize::try_from(left).map_or(buf.len(), |l| l.min(buf.len()));
+        content.fill(&mut buf[..n]);
+        if send.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+        left -= n as u64;
+    }
+    let _ = send.finish();
+    // Keep the stream until the peer has everything (or goes away).
+    let _ = send.stopped().await;
+}
+
+/// What one [`fetch`] measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FetchReport {
+    /// Bytes received (equal to the bytes asked for: the content is verified).
+    pub bytes: u64,
+    /// Time from starting to connect until the handshake completed.
+    pub handshake: Duration,
+    /// Time from sending the request until the first byte arrived (`None` for zero bytes).
+    pub time_to_first_byte: Option<Duration>,
+    /// Time from sending the request until the stream ended.
+    pub elapsed: Duration,
+    /// `bytes / elapsed`.
+    pub goodput: Rate,
+    /// SHA-256 of the expected content, hex.
+    pub expected_sha256: String,
+    /// SHA-256 of what arrived, hex.
+    pub received_sha256: String,
+}
+
+fn client_config(cert_der: &[u8]) -> Result<ClientConfig, Error> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(cert_der.to_vec()))
+        .map_err(tls)?;
+    let mut tls_config = rustls::ClientConfig::builder_with_provider(crypto_provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(tls)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls_config.alpn_protocols = vec![ALPN.to_vec()];
+    let crypto = QuicClientConfig::try_from(tls_config).map_err(tls)?;
+    let mut config = ClientConfig::new(Arc::new(crypto));
+    let mut transport = TransportConfig::default();
+    transport
+        .stream_receive_window(VarInt::from_u32(STREAM_RECEIVE_WINDOW))
+        .max_concurrent_uni_streams(VarInt::from_u32(0));
+    config.transport_config(Arc::new(transport));
+    Ok(config)
+}
+
+/// Fetches `size` bytes from the server at `server` (loopback), trusting only `cert_der`, and
+/// verifies them against the expected content.
+pub async fn fetch(server: SocketAddr, cert_der: &[u8], size: u64) -> Result<FetchReport, Error> {
+    ensure_loopback(server)?;
+    let local = match server.ip() {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+    };
+    let socket = udp_socket(SocketAddr::new(local, 0), DEFAULT_SOCKET_BUFFER)?;
+    let endpoint = new_endpoint(socket, None)?;
+    endpoint.set_default_client_config(client_config(cert_der)?);
+    let start = Instant::now();
+    let conn = endpoint
+        .connect(server, SERVER_NAME)
+        .map_err(connection)?
+        .await
+        .map_err(connection)?;
+    let handshake = start.elapsed();
+    let result = request(&conn, size).await;
+    conn.close(VarInt::from_u32(0), b"done");
+    // Give the close a moment to reach the server; the result does not depend on it.
+    let _ = tokio::time::timeout(CLOSE_DRAIN, endpoint.wait_idle()).await;
+    let mut report = result?;
+    report.handshake = handshake;
+    Ok(report)
+}
+
+async fn request(conn: &noq::Connection, size: u64) -> Result<FetchReport, Error> {
+    let (mut send, mut recv) = conn.open_bi().await.map_err(connection)?;
+    send.write_all(&size.to_be_bytes()).await.map_err(stream)?;
+    send.finish().map_err(stream)?;
+    let start = Instant::now();
+    let mut first_byte = None;
+    let mut received = 0u64;
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    while let Some(chunk) = recv.read_chunk(usize::MAX).await.map_err(stream)? {
+        first_byte.get_or_insert_with(|| start.elapsed());
+        received += chunk.len() as u64;
+        hash.update(&chunk);
+    }
+    let elapsed = start.elapsed();
+    let received_sha256 = hex(hash.finish().as_ref());
+    let expected_sha256 = content_sha256(CONTENT_SEED, size);
+    if received != size || received_sha256 != expected_sha256 {
+        return Err(Error::Verify {
+            expected_bytes: size,
+            received_bytes: received,
+            expected_sha256,
+            received_sha256,
+        });
+    }
+    Ok(FetchReport {
+        bytes: received,
+        handshake: Duration::ZERO,
+        time_to_first_byte: first_byte,
+        elapsed,
+        goodput: Rate::from_bytes_over(received, elapsed),
+        expected_sha256,
+        received_sha256,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_is_the_same_however_it_is_cut() {
+        let mut whole = vec![0u8; 1000];
+        ContentStream::new(7).fill(&mut whole);
+        let mut pieces = vec![0u8; 1000];
+        let mut s = ContentStream::new(7);
+        let mut at = 0;
+        for n in [1, 3, 8, 13, 0, 64, 911] {
+            s.fill(&mut pieces[at..at + n]);
+            at += n;
+        }
+        assert_eq!(at, 1000);
+        assert_eq!(whole, pieces);
+        // A different seed gives different bytes.
+        let mut other = vec![0u8; 1000];
+        ContentStream::new(8).fill(&mut other);
+        assert_ne!(whole, other);
+    }
+
+    #[test]
+    fn sha256_of_empty_content_is_the_standard_one() {
+        assert_eq!(
+            content_sha256(CONTENT_SEED, 0),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn non_loopback_addresses_are_refused() {
+        let addr: SocketAddr = "192.0.2.1:4433".parse().unwrap();
+        let e = ensure_loopback(addr).unwrap_err();
+        assert!(e.to_string().contains("192.0.2.1:4433"), "{e}");
+        assert!(ensure_loopback("[::1]:1".parse().unwrap()).is_ok());
+    }
+}

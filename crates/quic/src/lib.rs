@@ -1,0 +1,5 @@
+//! kleinrock-quic: the same `kleinrock-cc` controllers inside a real QUIC stack over UDP on
+//! loopback, and a userspace bottleneck emulator driven by the real clock.
+pub mod adapter;
+pub mod emulator;
+pub mod endpoint;
