@@ -149,7 +149,9 @@ async fn run_real(s: &Scenario) -> Result<RealRun, String> {
     })
     .map_err(|e| e.to_string())?;
     let size = flow.app.total_bytes().unwrap_or(0);
-    let fetched = endpoint::fetch(emulator.listen_addr(), server.cert_der(), size).await;
+    let window = receive_window(s);
+    let fetched =
+        endpoint::fetch_with_window(emulator.listen_addr(), server.cert_der(), size, window).await;
     let stats = emulator.shutdown();
     let probe = server.probe();
     server.shutdown().await.map_err(|e| e.to_string())?;
@@ -160,6 +162,18 @@ async fn run_real(s: &Scenario) -> Result<RealRun, String> {
         emulator: stats,
         summary,
     })
+}
+
+/// The client's stream window: twice the most the path can hold in flight (its BDP plus the
+/// data link's buffer), at least 1 MiB.
+fn receive_window(s: &Scenario) -> u64 {
+    let link = &s.links[s.flows[0].forward[0]];
+    let buffer = match link.buffer {
+        kleinrock_sim::BufferLimit::Bytes(b) => b,
+        kleinrock_sim::BufferLimit::Packets(n) => n * 1500,
+    };
+    let bdp = link.rate.bytes_in(s.base_rtt(0)) as u64;
+    (2 * (bdp + buffer)).max(endpoint::LOOPBACK_RECEIVE_WINDOW)
 }
 
 /// The measured transfer as a [`Summary`], with the metrics of a simulated run. Throughput

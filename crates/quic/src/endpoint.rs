@@ -32,8 +32,11 @@ pub const CONTENT_SEED: u64 = 0x6b6c_6569_6e72_6f63;
 pub const DEFAULT_SOCKET_BUFFER: usize = 8 << 20;
 /// Largest UDP payload either endpoint accepts (RFC 9000 §18.2 limit).
 const MAX_UDP_PAYLOAD: u16 = 65527;
-/// Stream flow-control window the client grants, bytes: many BDPs of an emulated path.
-const STREAM_RECEIVE_WINDOW: u32 = 64 << 20;
+/// Stream flow-control window [`fetch`] grants, bytes. noq's receiver closes a connection
+/// whose stream buffer holds more than 1024 gaps (`assembler.rs` MAX_CHUNKS), which scattered
+/// loss on an unthrottled loopback path can cause with large windows; a window of fewer than
+/// 1024 packets cannot. Paths with a larger BDP size the window with [`fetch_with_window`].
+pub const LOOPBACK_RECEIVE_WINDOW: u64 = 1 << 20;
 /// Bytes the server buffers for sending per connection.
 const SEND_WINDOW: u64 = 64 << 20;
 /// Size of one write of content on the server.
@@ -123,8 +126,12 @@ fn connection(e: impl fmt::Display) -> Error {
     Error::Connection(e.to_string())
 }
 
-fn stream(e: impl fmt::Display) -> Error {
-    Error::Stream(e.to_string())
+/// A stream error with its cause (a lost connection says why it was lost).
+fn stream(e: impl std::error::Error) -> Error {
+    match std::error::Error::source(&e) {
+        Some(cause) => Error::Stream(format!("{e}: {cause}")),
+        None => Error::Stream(e.to_string()),
+    }
 }
 
 /// Deterministic content: the outputs of splitmix64 from a seed, little-endian, so both ends
@@ -453,7 +460,7 @@ pub struct FetchReport {
     pub received_sha256: String,
 }
 
-fn client_config(cert_der: &[u8]) -> Result<ClientConfig, Error> {
+fn client_config(cert_der: &[u8], receive_window: u64) -> Result<ClientConfig, Error> {
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(CertificateDer::from(cert_der.to_vec()))
@@ -468,15 +475,31 @@ fn client_config(cert_der: &[u8]) -> Result<ClientConfig, Error> {
     let mut config = ClientConfig::new(Arc::new(crypto));
     let mut transport = TransportConfig::default();
     transport
-        .stream_receive_window(VarInt::from_u32(STREAM_RECEIVE_WINDOW))
+        .stream_receive_window(VarInt::from_u64(receive_window).map_err(|_| {
+            Error::Connection(format!(
+                "a receive window of {receive_window} bytes is too large"
+            ))
+        })?)
         .max_concurrent_uni_streams(VarInt::from_u32(0));
     config.transport_config(Arc::new(transport));
     Ok(config)
 }
 
 /// Fetches `size` bytes from the server at `server` (loopback), trusting only `cert_der`, and
-/// verifies them against the expected content.
+/// verifies them against the expected content; the stream window is
+/// [`LOOPBACK_RECEIVE_WINDOW`].
 pub async fn fetch(server: SocketAddr, cert_der: &[u8], size: u64) -> Result<FetchReport, Error> {
+    fetch_with_window(server, cert_der, size, LOOPBACK_RECEIVE_WINDOW).await
+}
+
+/// [`fetch`] with a stream flow-control window of `receive_window` bytes (size it to the most
+/// the path can hold in flight).
+pub async fn fetch_with_window(
+    server: SocketAddr,
+    cert_der: &[u8],
+    size: u64,
+    receive_window: u64,
+) -> Result<FetchReport, Error> {
     ensure_loopback(server)?;
     let local = match server.ip() {
         IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -484,7 +507,7 @@ pub async fn fetch(server: SocketAddr, cert_der: &[u8], size: u64) -> Result<Fet
     };
     let socket = udp_socket(SocketAddr::new(local, 0), DEFAULT_SOCKET_BUFFER)?;
     let endpoint = new_endpoint(socket, None)?;
-    endpoint.set_default_client_config(client_config(cert_der)?);
+    endpoint.set_default_client_config(client_config(cert_der, receive_window)?);
     let start = Instant::now();
     let conn = endpoint
         .connect(server, SERVER_NAME)
