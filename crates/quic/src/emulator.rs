@@ -614,8 +614,8 @@ fn wait(fds: &mut [libc::pollfd], timeout_ns: Option<u64>) -> io::Result<()> {
 }
 
 /// Asks the kernel to stamp each received datagram (`SO_TIMESTAMPNS`) and to report the
-/// socket's drop counter with it (`SO_RXQ_OVFL`).
-fn enable_receive_metadata(socket: &UdpSocket) -> io::Result<()> {
+/// socket's drop counter with it (`SO_RXQ_OVFL`); [`receive`] reads both.
+pub fn enable_receive_metadata(socket: &UdpSocket) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     for opt in [libc::SO_TIMESTAMPNS, libc::SO_RXQ_OVFL] {
         let on: libc::c_int = 1;
@@ -639,22 +639,31 @@ fn enable_receive_metadata(socket: &UdpSocket) -> io::Result<()> {
 }
 
 /// A datagram read from a socket.
-struct Received {
+pub struct Received {
     /// Payload bytes (in the caller's buffer).
-    len: usize,
+    pub len: usize,
     /// Sender.
-    from: SocketAddr,
-    /// How long it waited in the socket: time of the read minus the kernel's receive
-    /// timestamp, both on the system clock; `None` without a timestamp.
-    waited_ns: Option<u64>,
+    pub from: SocketAddr,
+    /// When the kernel received it, ns on the system clock; `None` without a timestamp
+    /// (see [`enable_receive_metadata`]).
+    pub stamp_ns: Option<u64>,
+    /// When it was read, ns on the system clock.
+    pub read_ns: u64,
     /// The socket's drop counter (datagrams the kernel dropped because the receive buffer
     /// was full, since the socket was created), if reported.
-    socket_drops: Option<u32>,
+    pub socket_drops: Option<u32>,
+}
+
+impl Received {
+    /// How long it waited in the socket (read time minus kernel timestamp), if stamped.
+    pub fn waited_ns(&self) -> Option<u64> {
+        self.stamp_ns.map(|s| self.read_ns.saturating_sub(s))
+    }
 }
 
 /// Reads one datagram into `buf` with its kernel timestamp and the socket's drop counter.
 #[cfg(target_os = "linux")]
-fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
+pub fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
     // SAFETY: every pointer in the msghdr refers to a live local buffer of the stated length;
     // control messages are read with the CMSG macros inside `control`, their payloads with
     // unaligned reads; the address is read as the family the kernel wrote.
@@ -677,7 +686,7 @@ fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
             return Err(io::Error::last_os_error());
         }
         let read_at = system_ns();
-        let mut waited_ns = None;
+        let mut stamp_ns = None;
         let mut socket_drops = None;
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
@@ -685,10 +694,11 @@ fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
                 let data = libc::CMSG_DATA(c);
                 if (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
                     let ts = std::ptr::read_unaligned(data as *const libc::timespec);
-                    let stamp = (ts.tv_sec as u64)
-                        .saturating_mul(1_000_000_000)
-                        .saturating_add(ts.tv_nsec as u64);
-                    waited_ns = Some(read_at.saturating_sub(stamp));
+                    stamp_ns = Some(
+                        (ts.tv_sec as u64)
+                            .saturating_mul(1_000_000_000)
+                            .saturating_add(ts.tv_nsec as u64),
+                    );
                 } else if (*c).cmsg_type == libc::SO_RXQ_OVFL {
                     socket_drops = Some(std::ptr::read_unaligned(data as *const u32));
                 }
@@ -717,7 +727,8 @@ fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
         Ok(Received {
             len: n as usize,
             from,
-            waited_ns,
+            stamp_ns,
+            read_ns: read_at,
             socket_drops,
         })
     }
@@ -725,19 +736,19 @@ fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
 
 /// Reads one datagram into `buf` (no kernel timestamps on this platform).
 #[cfg(not(target_os = "linux"))]
-fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
+pub fn receive(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
     let (len, from) = socket.recv_from(buf)?;
     Ok(Received {
         len,
         from,
-        waited_ns: None,
+        stamp_ns: None,
+        read_ns: system_ns(),
         socket_drops: None,
     })
 }
 
 /// Nanoseconds on the system clock (the clock of kernel receive timestamps).
-#[cfg(target_os = "linux")]
-fn system_ns() -> u64 {
+pub fn system_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, duration_nanos)
@@ -979,7 +990,7 @@ impl Relay {
             let Some(r) = self.read(1) else {
                 return true;
             };
-            let at = self.arrival_time(r.waited_ns);
+            let at = self.arrival_time(r.waited_ns());
             let Some(client) = self.client_for(r.from) else {
                 self.clients_refused += 1;
                 continue;
@@ -1001,7 +1012,7 @@ impl Relay {
                 self.unknown_bytes += r.len as u64;
                 continue;
             }
-            let at = self.arrival_time(r.waited_ns);
+            let at = self.arrival_time(r.waited_ns());
             self.enter(REVERSE, client as u32, r.len, r.from.is_ipv6(), at);
         }
         false

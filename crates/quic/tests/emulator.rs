@@ -6,11 +6,10 @@ use kleinrock_cc::Rate;
 use kleinrock_quic::emulator::{self, wire_bytes, EmulatorConfig, EmulatorError, EmulatorStats};
 use kleinrock_sim::{BufferLimit, LinkConfig, LossConfig, QdiscConfig};
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Tests measure time on a 2-core machine: run them one after another.
 fn serial() -> MutexGuard<'static, ()> {
@@ -18,68 +17,10 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Nanoseconds on the system clock, the clock of the kernel's receive timestamps.
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_nanos() as u64
-}
-
-/// Asks the kernel to timestamp every datagram `socket` receives (`SO_TIMESTAMPNS`), so
-/// arrival times do not depend on when the receiving thread gets the CPU.
-fn timestamp_arrivals(socket: &UdpSocket) {
-    let on: libc::c_int = 1;
-    // SAFETY: a live socket and a c_int option value passed with its size.
-    let r = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(r, 0, "SO_TIMESTAMPNS: {}", std::io::Error::last_os_error());
-}
-
 /// Receives one datagram with its kernel receive timestamp (system clock, ns).
 fn recv_stamped(socket: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr, u64)> {
-    // SAFETY: every pointer in the msghdr refers to a live local buffer of the stated length;
-    // the control messages are read with the CMSG macros within `control`.
-    unsafe {
-        let mut addr: libc::sockaddr_in = std::mem::zeroed();
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let mut control = [0u64; 16];
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_name = (&mut addr as *mut libc::sockaddr_in).cast();
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let n = libc::recvmsg(socket.as_raw_fd(), &mut msg, 0);
-        if n < 0 {
-            return None;
-        }
-        let mut at = None;
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                at = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-        let from = SocketAddr::from((
-            std::net::Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr)),
-            u16::from_be(addr.sin_port),
-        ));
-        Some((n as usize, from, at.expect("a receive timestamp")))
-    }
+    let r = emulator::receive(socket, buf).ok()?;
+    Some((r.len, r.from, r.stamp_ns.expect("a receive timestamp")))
 }
 
 fn link(name: &str, mbps: f64, delay: Duration, buffer: u64) -> LinkConfig {
@@ -124,7 +65,7 @@ fn receiver(socket: UdpSocket, echo: bool, stop: Arc<AtomicBool>) -> JoinHandle<
     socket
         .set_read_timeout(Some(Duration::from_millis(10)))
         .expect("timeout");
-    timestamp_arrivals(&socket);
+    emulator::enable_receive_metadata(&socket).expect("receive timestamps");
     std::thread::spawn(move || {
         let mut got = Vec::new();
         let mut buf = vec![0u8; 65_536];
@@ -144,7 +85,7 @@ fn receiver(socket: UdpSocket, echo: bool, stop: Arc<AtomicBool>) -> JoinHandle<
                 sent_ns: field(8),
             });
             if echo && n >= 16 {
-                buf[8..16].copy_from_slice(&now_ns().to_le_bytes());
+                buf[8..16].copy_from_slice(&emulator::system_ns().to_le_bytes());
                 let _ = socket.send_to(&buf[..n], from);
             }
         }
@@ -169,7 +110,7 @@ fn constant_rate(
         let due = (start.elapsed().as_nanos() as f64 / interval) as u64 + 1;
         while seq < due {
             buf[0..8].copy_from_slice(&seq.to_le_bytes());
-            buf[8..16].copy_from_slice(&now_ns().to_le_bytes());
+            buf[8..16].copy_from_slice(&emulator::system_ns().to_le_bytes());
             socket.send_to(&buf, to).expect("send");
             seq += 1;
         }
@@ -254,7 +195,7 @@ fn fidelity(mbps: f64) {
     ))
     .expect("start");
     let client = udp();
-    let t0 = now_ns();
+    let t0 = emulator::system_ns();
     let sent = constant_rate(
         &client,
         emu.listen_addr(),
