@@ -188,8 +188,7 @@ impl Default for BbrParams {
 impl BbrParams {
     /// Reads and range-checks the parameters; absent ones take the defaults.
     pub fn read(reader: &ParamReader) -> Result<Self, ParamError> {
-        let probe_rtt_interval = read_duration_in(
-            reader,
+        let probe_rtt_interval = reader.duration_in(
             "probe_rtt_interval",
             DEFAULT_PROBE_RTT_INTERVAL,
             Duration::from_millis(1),
@@ -215,25 +214,6 @@ impl BbrParams {
             bw_window_rounds: read_rounds(reader, "bw_window_rounds", DEFAULT_BW_WINDOW_ROUNDS)?,
             lt_bw: reader.boolean("lt_bw", true),
             pacing_margin: reader.number_in("pacing_margin", DEFAULT_PACING_MARGIN, 0.0, 0.5)?,
-        })
-    }
-}
-
-/// Reads a duration parameter that must lie in `[lo, hi]`.
-fn read_duration_in(
-    reader: &ParamReader,
-    name: &str,
-    default: Duration,
-    lo: Duration,
-    hi: Duration,
-) -> Result<Duration, ParamError> {
-    let v = reader.duration(name, Some(default)).unwrap_or(default);
-    if v >= lo && v <= hi {
-        Ok(v)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v:?} is out of range; accepted: {lo:?} to {hi:?}"),
         })
     }
 }

@@ -224,15 +224,13 @@ fn build(
         )?,
         down_gain: reader.number_in("down_gain", d.down_gain, 0.5, 1.0)?,
         drain_to_target: reader.boolean("drain_to_target", d.drain_to_target),
-        probe_rtt_interval: read_duration_in(
-            reader,
+        probe_rtt_interval: reader.duration_in(
             "probe_rtt_interval",
             d.probe_rtt_interval,
             Duration::from_nanos(1),
             MIN_RTT_WINDOW,
         )?,
-        probe_rtt_duration: read_duration_in(
-            reader,
+        probe_rtt_duration: reader.duration_in(
             "probe_rtt_duration",
             d.probe_rtt_duration,
             Duration::ZERO,
@@ -257,25 +255,6 @@ fn read_count(
         Err(ParamError {
             name: name.to_string(),
             message: format!("{v} is not a whole number; accepted: {lo} to {hi}"),
-        })
-    }
-}
-
-/// Reads a duration in `[lo, hi]`.
-fn read_duration_in(
-    reader: &ParamReader,
-    name: &str,
-    default: Duration,
-    lo: Duration,
-    hi: Duration,
-) -> Result<Duration, ParamError> {
-    let v = reader.duration(name, Some(default)).unwrap_or(default);
-    if v >= lo && v <= hi {
-        Ok(v)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v:?} is out of range; accepted: {lo:?} to {hi:?}"),
         })
     }
 }

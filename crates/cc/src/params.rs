@@ -146,6 +146,25 @@ impl<'a> ParamReader<'a> {
         }
     }
 
+    /// A duration parameter that must lie in `[lo, hi]`, or `default`.
+    pub fn duration_in(
+        &self,
+        name: &str,
+        default: Duration,
+        lo: Duration,
+        hi: Duration,
+    ) -> Result<Duration, ParamError> {
+        let v = self.duration(name, Some(default)).unwrap_or(default);
+        if v >= lo && v <= hi {
+            Ok(v)
+        } else {
+            Err(ParamError {
+                name: name.to_string(),
+                message: format!("{v:?} is out of range; accepted: {lo:?} to {hi:?}"),
+            })
+        }
+    }
+
     /// A duration parameter, or `default`; `None` when absent and `default` is `None`.
     pub fn duration(&self, name: &str, default: Option<Duration>) -> Option<Duration> {
         self.spec(name);
