@@ -229,7 +229,7 @@ impl Sender {
         if largest_newly_acked {
             self.take_rtt_sample(now, largest, frame);
         }
-        let newest = self.mark_acked(now);
+        let (newest, acked_bytes) = self.mark_acked(now);
         self.detect_lost(now);
         let rate_sample = self.rate.generate_sample(self.rtt.min());
         let one_way_delay =
@@ -239,11 +239,6 @@ impl Sender {
                 receive_time: Instant::from_nanos(frame.largest_received_ns),
             });
         let acked = self.scratch_acked.len() as u64;
-        let acked_bytes: u64 = self
-            .scratch_acked
-            .iter()
-            .map(|&pn| u64::from(self.record(pn).size))
-            .sum();
         let event = AckEvent {
             acked_bytes,
             acked_packets: acked,
@@ -316,15 +311,17 @@ impl Sender {
         }
     }
 
-    /// Marks the collected packets acknowledged; returns the newest of them.
-    fn mark_acked(&mut self, now: u64) -> Record {
+    /// Marks the collected packets acknowledged; returns the newest of them and their bytes.
+    fn mark_acked(&mut self, now: u64) -> (Record, u64) {
         let mut newest: Option<Record> = None;
+        let mut bytes = 0;
         let acked = std::mem::take(&mut self.scratch_acked);
         for &pn in &acked {
             let rec = self.record_mut(pn);
             rec.outcome = Outcome::Acked;
             let rec = *rec;
             self.in_flight -= u64::from(rec.size);
+            bytes += u64::from(rec.size);
             self.stats.counters.bytes_acked += u64::from(rec.len);
             self.rate.on_packet_acked(
                 Instant::from_nanos(now),
@@ -337,7 +334,7 @@ impl Sender {
             }
         }
         self.scratch_acked = acked;
-        newest.unwrap_or(self.records[0])
+        (newest.unwrap_or(self.records[0]), bytes)
     }
 
     /// RFC 9002 §6.1: declares lost the holes past the packet or time threshold and reports
