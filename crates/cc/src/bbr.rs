@@ -142,6 +142,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     summary: "BBR v1 in bytes, with Linux's pacing margin, recovery and policer model \
               (BBR paper, draft-cardwell-iccrg-bbr-congestion-control-00, tcp_bbr.c)",
     params: PARAMS,
+    one_way_delay: false,
     build,
 };
 

@@ -89,6 +89,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     name: "cubic",
     summary: "CUBIC in bytes with QUIC recovery and optional HyStart++ (RFC 9438, RFC 9406)",
     params: PARAMS,
+    one_way_delay: false,
     build,
 };
 

@@ -70,6 +70,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     name: "quic_dc",
     summary: "QUIC-DC: Westwood+ with one-way queuing-delay congestion events (seed 000, §3)",
     params: PARAMS,
+    one_way_delay: true,
     build: build_quic_dc,
 };
 
@@ -78,6 +79,7 @@ pub const RTT_DC_INFO: ControllerInfo = ControllerInfo {
     name: "rtt_dc",
     summary: "QUIC-DC with RTT - RTT_min as the queuing-delay signal (seed 000, §3 contrast)",
     params: PARAMS,
+    one_way_delay: false,
     build: build_rtt_dc,
 };
 

@@ -17,6 +17,9 @@ pub struct ControllerInfo {
     pub summary: &'static str,
     /// Parameters it accepts.
     pub params: &'static [ParamSpec],
+    /// It takes its congestion signal from one-way delay when the receiver reports receive
+    /// timestamps ([`crate::AckEvent::one_way_delay`]), and falls back without them.
+    pub one_way_delay: bool,
     /// Constructor.
     pub build: BuildFn,
 }

@@ -47,6 +47,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     name: "westwood",
     summary: "Westwood+ in bytes with QUIC recovery periods (Linux tcp_westwood.c)",
     params: PARAMS,
+    one_way_delay: false,
     build,
 };
 

@@ -32,8 +32,17 @@ stagger = "10ms"
     )
 }
 
+/// Arguments of `kleinrock bench`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Simulated seconds per workload.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+}
+
 /// Runs both workloads and prints their speed.
-pub fn run(seconds: u64) -> Result<(), String> {
+pub fn run(args: BenchArgs) -> Result<(), String> {
+    let seconds = args.seconds;
     crate::emit(&format!(
         "{:<34} {:>12} {:>12} {:>10} {:>14} {:>10}\n",
         "workload", "bottleneck", "events", "wall s", "pkts/wall s", "sim x"

@@ -1,7 +1,12 @@
 //! The `kleinrock` command: run a scenario, sweep a grid in parallel, list controllers, run
-//! the built-in demo, or measure the simulator's speed.
+//! the built-in demo, reproduce a paper, measure the simulator's speed, and run the real QUIC
+//! datapath (transfer, serve, send, emulate).
 
 mod bench;
+mod emulate;
+mod live;
+mod send;
+mod serve;
 mod transfer;
 
 use clap::{Parser, Subcommand};
@@ -69,12 +74,14 @@ enum Command {
     },
     /// Move bytes with real QUIC through the userspace bottleneck emulator, all on loopback.
     Transfer(transfer::TransferArgs),
+    /// Run the QUIC server alone (kleinrock, kleinrock-ts and hq-interop clients).
+    Serve(serve::ServeArgs),
+    /// Upload to a kleinrock server with a controller on the client side.
+    Send(send::SendArgs),
+    /// Run the bottleneck emulator alone between a client and a server on loopback.
+    Emulate(emulate::EmulateArgs),
     /// Measure simulated bottleneck packets per wall second on the reference workloads.
-    Bench {
-        /// Simulated seconds per workload.
-        #[arg(long, default_value_t = 60)]
-        seconds: u64,
-    },
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,7 +96,10 @@ fn main() -> ExitCode {
         Command::Demo { out } => cmd_demo(out),
         Command::Reproduce { paper, list, out } => cmd_reproduce(paper, list, out),
         Command::Transfer(args) => transfer::run(args),
-        Command::Bench { seconds } => bench::run(seconds),
+        Command::Serve(args) => serve::run(args),
+        Command::Send(args) => send::run(args),
+        Command::Emulate(args) => emulate::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

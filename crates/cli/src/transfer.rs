@@ -4,18 +4,25 @@
 //! identical scenario beside it.
 //!
 //! A transfer is a download: the server sends, so the scenario flow's data path is the
-//! emulator's server-to-client direction and its ACK path the client-to-server one.
+//! emulator's server-to-client direction and its ACK path the client-to-server one. The
+//! server's controller is sampled every trace interval (10 ms unless the scenario sets
+//! `trace_interval`) into the simulator's flow trace columns; `--out` writes both runs.
 
-use kleinrock_cc::units::parse_duration;
-use kleinrock_cc::ControllerConfig;
+use crate::live;
 use kleinrock_lab::metrics::{link_metrics, rtt_fields, FlowMetrics, Summary};
 use kleinrock_lab::report::{num, run_tables, Table};
-use kleinrock_lab::runner;
-use kleinrock_lab::scenario::{load, parse, FlowTransport, Scenario};
-use kleinrock_quic::adapter::CcFactory;
+use kleinrock_lab::runner::{self, check_output_dir, write_atomically, write_file, RunOutput};
+use kleinrock_lab::scenario::{load, FlowTransport, Scenario};
 use kleinrock_quic::emulator::{self, EmulatorConfig, EmulatorStats};
-use kleinrock_quic::endpoint::{self, FetchReport, ServeOptions};
-use std::path::PathBuf;
+use kleinrock_quic::endpoint::{self, ClientOptions, FetchReport, ServeOptions, ServerStats};
+use kleinrock_quic::trace::ProbeRecorder;
+use kleinrock_sim::trace::Series;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Trace interval of a scenario that sets none.
+const DEFAULT_TRACE_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Arguments of `kleinrock transfer`.
 #[derive(clap::Args)]
@@ -42,42 +49,14 @@ pub struct TransferArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// The scenario text for `--cc/--link/--size`. The receiver delays ACKs, as noq's does (every
-/// second packet or 25 ms), so the simulated twin sees the same ACK clock.
-fn scenario_text(cc: &str, link: &str, size: &str) -> Result<String, String> {
-    let parts: Vec<&str> = link.split(',').map(str::trim).collect();
-    let [rate, rtt, buffer] = parts[..] else {
-        return Err(format!(
-            "--link `{link}`: expected RATE,RTT,BUFFER, e.g. 10Mbps,50ms,2bdp"
-        ));
-    };
-    let rtt = parse_duration(rtt).map_err(|e| format!("--link: {e}"))?;
-    let one_way = format!("{}ns", rtt.as_nanos() / 2);
-    Ok(format!(
-        r#"
-name = "transfer"
-duration = "3600s"
-[[links]]
-name = "bottleneck"
-rate = "{rate}"
-delay = "{one_way}"
-buffer = "{buffer}"
-[[links]]
-name = "return"
-rate = "{rate}"
-delay = "{one_way}"
-buffer = "1000pkt"
-[[flows]]
-name = "transfer"
-cc = "{cc}"
-path = ["bottleneck"]
-reverse_path = ["return"]
-size = "{size}"
-delayed_ack = true
-"#
-    ))
+    /// Do not offer datagram timestamps: the server's controller gets no one-way delay, as
+    /// with a peer that is not kleinrock.
+    #[arg(long)]
+    no_timestamps: bool,
+    /// Write summary.json (both runs), the real run's controller trace (real/flows/) and,
+    /// with --compare-sim, the simulated run's outputs (simulated/) to this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 /// Loads the scenario of a transfer and checks it has the one flow a transfer can run.
@@ -85,22 +64,22 @@ fn scenario(args: &TransferArgs) -> Result<Scenario, String> {
     let set = match &args.scenario {
         Some(file) => load(file, &[]).map_err(|e| e.to_string())?,
         None => {
-            let text = scenario_text(
+            return checked(live::dumbbell(
                 args.cc.as_deref().unwrap_or("cubic"),
+                &args.param,
                 args.link.as_deref().unwrap_or("10Mbps,50ms,2bdp"),
                 args.size.as_deref().unwrap_or("20MB"),
-            )?;
-            let overrides: Vec<String> = args
-                .param
-                .iter()
-                .map(|p| format!("flows.0.params.{p}"))
-                .collect();
-            parse(&text, "<transfer>", "transfer", &overrides).map_err(|e| e.to_string())?
+            )?)
         }
     };
     let [s] = &set.points[..] else {
         return Err("a transfer runs one scenario, not a sweep".into());
     };
+    checked(s.clone())
+}
+
+/// `s` if it has the one flow a transfer can run.
+fn checked(s: Scenario) -> Result<Scenario, String> {
     let [flow] = &s.flows[..] else {
         return Err("a transfer scenario needs exactly one flow".into());
     };
@@ -111,35 +90,27 @@ fn scenario(args: &TransferArgs) -> Result<Scenario, String> {
     {
         return Err("a transfer flow is reliable and sized (size = \"20MB\")".into());
     }
-    Ok(s.clone())
+    Ok(s)
 }
 
 /// What a real transfer measured.
 struct RealRun {
     report: FetchReport,
     emulator: EmulatorStats,
+    server: ServerStats,
     summary: Summary,
+    trace: Series,
 }
 
-async fn run_real(s: &Scenario) -> Result<RealRun, String> {
+async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
     let flow = &s.flows[0];
-    let FlowTransport::Reliable {
-        cc,
-        params,
-        transport,
-    } = &flow.transport
-    else {
-        return Err("a transfer flow is reliable".into());
-    };
-    let config = ControllerConfig {
-        max_datagram_size: u64::from(transport.packet_size),
-        seed: s.seed,
-        ..ControllerConfig::default()
-    };
-    let factory = CcFactory::new(cc, params.clone(), config).map_err(|e| e.to_string())?;
-    let server = endpoint::serve(ServeOptions::new(factory))
-        .await
-        .map_err(|e| e.to_string())?;
+    let factory = live::factory(s)?;
+    let server = endpoint::serve(ServeOptions {
+        timestamps,
+        ..ServeOptions::new(factory.clone())
+    })
+    .await
+    .map_err(|e| e.to_string())?;
     let emulator = emulator::start(EmulatorConfig {
         listen: "127.0.0.1:0".parse().expect("a literal address"),
         server: server.local_addr(),
@@ -150,17 +121,28 @@ async fn run_real(s: &Scenario) -> Result<RealRun, String> {
     .map_err(|e| e.to_string())?;
     let size = flow.app.total_bytes().unwrap_or(0);
     let window = receive_window(s);
+    let opts = ClientOptions {
+        receive_window: window,
+        timestamps,
+    };
+    let interval = s.trace_interval.unwrap_or(DEFAULT_TRACE_INTERVAL);
+    let recorder = ProbeRecorder::start(server.probe(), interval, &flow.name);
     let fetched =
-        endpoint::fetch_with_window(emulator.listen_addr(), server.cert_der(), size, window).await;
+        endpoint::fetch_with(emulator.listen_addr(), server.cert_der(), size, &opts).await;
+    let trace = recorder.finish().await;
     let stats = emulator.shutdown();
     let probe = server.probe();
+    let server_stats = server.stats();
     server.shutdown().await.map_err(|e| e.to_string())?;
     let report = fetched.map_err(|e| e.to_string())?;
-    let summary = real_summary(s, &report, &stats, &probe);
+    let mut summary = real_summary(s, &report, &stats, &probe);
+    summary.warnings = factory.warnings();
     Ok(RealRun {
         report,
         emulator: stats,
+        server: server_stats,
         summary,
+        trace,
     })
 }
 
@@ -227,6 +209,7 @@ fn real_summary(
         flows: vec![flow],
         links: vec![data_link, ack_link],
         jain_index: None,
+        warnings: Vec::new(),
     }
 }
 
@@ -272,33 +255,62 @@ fn comparison(real: &Summary, sim: &Summary) -> String {
     t.render()
 }
 
+/// Writes summary.json, the real trace and the simulated run's outputs under `dir`, atomically.
+fn save(dir: &Path, real: &RealRun, sim: Option<&RunOutput>) -> Result<(), String> {
+    let summary = serde_json::json!({
+        "real": real.summary,
+        "simulated": sim.map(|o| &o.summary),
+    });
+    write_atomically(dir, |tmp| {
+        write_file(&tmp.join("summary.json"), |w| writeln!(w, "{summary:#}"))?;
+        let trace = tmp
+            .join("real")
+            .join("flows")
+            .join(format!("{}.csv", real.trace.name));
+        write_file(&trace, |w| real.trace.write_csv(w))?;
+        match sim {
+            Some(o) => runner::write_run(&tmp.join("simulated"), o),
+            None => Ok(()),
+        }
+    })
+    .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+    eprintln!("wrote {}", dir.display());
+    Ok(())
+}
+
 /// Runs `kleinrock transfer`.
 pub fn run(args: TransferArgs) -> Result<(), String> {
     let s = scenario(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let real = runtime.block_on(run_real(&s))?;
-    let sim = args.compare_sim.then(|| runner::run(&s).summary);
+    if let Some(dir) = &args.out {
+        check_output_dir(dir)?;
+    }
+    let real = live::runtime()?.block_on(run_real(&s, !args.no_timestamps))?;
+    let sim = args.compare_sim.then(|| runner::run(&s));
+    let sim_summary = sim.as_ref().map(|o| &o.summary);
     if args.json {
-        let value = serde_json::json!({ "real": real.summary, "simulated": sim });
+        let value = serde_json::json!({ "real": real.summary, "simulated": sim_summary });
         crate::emit(&format!("{value:#}\n"));
     } else {
         crate::emit(&run_tables(&real.summary));
         crate::emit(&format!(
-            "verified: {} bytes, SHA-256 {}; emulator lateness p99 {:?} (bound {:?})\n",
+            "verified: {} bytes, SHA-256 {}; datagram timestamps: {} ({} one-way-delay \
+             samples); emulator lateness p99 {:?} (bound {:?})\n",
             real.report.bytes,
             real.report.received_sha256,
+            if real.report.timestamps { "on" } else { "off" },
+            real.server.datagrams.samples,
             real.emulator.lateness_p99(),
             real.emulator.lateness_bound,
         ));
-        if let Some(sim) = &sim {
+        if let Some(sim) = sim_summary {
             crate::emit(&format!(
                 "\nreal vs simulated\n\n{}",
                 comparison(&real.summary, sim)
             ));
         }
+    }
+    if let Some(dir) = &args.out {
+        save(dir, &real, sim.as_ref())?;
     }
     if !real.emulator.valid {
         return Err(format!(

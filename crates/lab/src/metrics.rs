@@ -102,6 +102,10 @@ pub struct Summary {
     /// Jain's fairness index (sum x)^2 / (n sum x^2) over the goodputs of the flows that have
     /// a controller and were active in the window; `None` with fewer than two such flows.
     pub jain_index: Option<f64>,
+    /// What the reader should know about how the run went (e.g. a controller that fell back
+    /// to another signal); none for a simulated run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Jain's fairness index of `xs`; `None` for fewer than two values or all zero.
@@ -220,6 +224,7 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
         flows,
         links,
         jain_index: jain_index(&goodputs),
+        warnings: Vec::new(),
     }
 }
 

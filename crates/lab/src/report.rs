@@ -149,6 +149,9 @@ pub fn run_tables(s: &Summary) -> String {
     }
     out.push('\n');
     out.push_str(&links.render());
+    for w in &s.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
     out
 }
 

@@ -67,7 +67,7 @@ pub fn write_file(
 
 /// Writes one run's files under `dir`: `summary.json`, traces as `flows/<name>.csv` and
 /// `links/<name>.csv`, and each flow's RTT CDF as `rtt_cdf/<name>.csv`.
-fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
+pub fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
     write_file(&dir.join("summary.json"), |w| {
         serde_json::to_writer_pretty(&mut *w, &out.summary)?;
         writeln!(w)

@@ -4,8 +4,8 @@
 //! registry per connection path), [`Adapter`] (noq's `Controller`: it turns noq's per-packet
 //! callbacks into the sans-IO [`kleinrock_cc::Controller`] inputs the simulator gives), the
 //! [`Clock`] that maps noq's `std::time::Instant` to [`kleinrock_cc::Instant`], the [`CcProbe`]
-//! that samples a running controller from outside, and the [`OwdFeed`] hook through which a
-//! later receive-timestamp layer will give one-way-delay samples.
+//! that samples a running controller from outside, and the [`OwdFeed`] hook through which the
+//! receive-timestamp layer ([`crate::stamps`]) gives one-way-delay samples.
 //!
 //! What the adapter does per noq callback (docs/quic.md has the full table):
 //!
@@ -35,7 +35,7 @@ use noq::congestion::{
     Controller as NoqController, ControllerFactory as NoqControllerFactory, ControllerMetrics,
 };
 use std::any::Any;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -47,8 +47,6 @@ const PRUNE_RTTS: u32 = 8;
 const PRUNE_MIN_AGE: Duration = Duration::from_secs(2);
 /// How often stale records are looked for.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(1);
-/// Most receive times an [`OwdFeed`] keeps before the adapter drains them.
-const OWD_FEED_CAPACITY: usize = 1 << 16;
 
 /// Locks a mutex, ignoring poisoning: the state behind it stays consistent between calls.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -159,6 +157,23 @@ impl CcFactory {
         self.owd.clone()
     }
 
+    /// What a reader of the run's results should know: a controller that takes one-way delay
+    /// from receiver timestamps but got none (the peer did not agree to them) used its fallback
+    /// signal.
+    pub fn warnings(&self) -> Vec<String> {
+        let wants_owd =
+            kleinrock_cc::registry::find(&self.spec.name).is_some_and(|i| i.one_way_delay);
+        let got = self.probe.sample().map(|s| s.counters);
+        match got {
+            Some(c) if wants_owd && c.ack_events > 0 && c.owd_samples == 0 => vec![format!(
+                "{} got no one-way-delay samples (the peer did not agree to datagram \
+                 timestamps), so it used its RTT signal instead",
+                self.spec.name
+            )],
+            _ => Vec::new(),
+        }
+    }
+
     /// A new adapter around a fresh controller; the probe follows it from now on.
     fn new_adapter(&self) -> Adapter {
         // CcFactory::new built this spec once; building is deterministic, so it cannot fail now.
@@ -189,34 +204,29 @@ impl NoqControllerFactory for CcFactory {
     }
 }
 
-/// The one-way-delay hook: a queue of `(packet number, receive time on the receiver's clock)`
-/// pairs that a receive-timestamp layer (a QUIC timestamp extension, or the emulator reporting
-/// deliveries) pushes and the adapter drains when it builds an [`AckEvent`]. When the newest
-/// newly acknowledged packet has a receive time here, the event carries a
-/// [`OneWayDelaySample`]; otherwise `one_way_delay` stays `None`. Nothing feeds it yet.
+/// The one-way-delay hook: the newest one-way-delay report of the receive-timestamp layer
+/// ([`crate::stamps`]): when a datagram was sent (sender clock) and how long it took to arrive,
+/// up to a constant (the two clocks need not agree; only differences between samples are used,
+/// QUIC-DC eq. (4)). The adapter takes the newest report when it builds an [`AckEvent`] and
+/// gives it as the event's [`OneWayDelaySample`], numbered with the newest acked packet; an ACK
+/// with no report since the previous one has `one_way_delay: None`.
 ///
-/// Packet numbers are those of noq's application-data space, as passed to `on_packet_sent`. One
-/// connection at a time: a factory's controllers share its feed.
+/// One connection at a time: a factory's controllers share its feed.
 #[derive(Clone, Debug, Default)]
 pub struct OwdFeed {
-    queue: Arc<Mutex<VecDeque<(u64, Instant)>>>,
+    latest: Arc<Mutex<Option<(std::time::Instant, Duration)>>>,
 }
 
 impl OwdFeed {
-    /// Reports that packet `packet_number` arrived at `receive_time` (receiver clock; only
-    /// differences between samples are used, so the clocks need not agree).
-    pub fn push(&self, packet_number: u64, receive_time: Instant) {
-        let mut q = lock(&self.queue);
-        if q.len() >= OWD_FEED_CAPACITY {
-            q.pop_front();
-        }
-        q.push_back((packet_number, receive_time));
+    /// Reports that a datagram sent at `sent` took `one_way` (plus an unknown constant) to
+    /// reach the receiver; replaces an earlier report not yet taken.
+    pub fn push(&self, sent: std::time::Instant, one_way: Duration) {
+        *lock(&self.latest) = Some((sent, one_way));
     }
 
-    /// Moves every queued pair into `into`.
-    fn drain_into(&self, into: &mut BTreeMap<u64, Instant>) {
-        let mut q = lock(&self.queue);
-        into.extend(q.drain(..));
+    /// Takes the newest report, leaving none.
+    pub(crate) fn take(&self) -> Option<(std::time::Instant, Duration)> {
+        lock(&self.latest).take()
     }
 }
 
@@ -243,6 +253,8 @@ pub struct CcCounters {
     pub persistent_congestion_events: u64,
     /// Of those, ECN-CE.
     pub ecn_events: u64,
+    /// [`AckEvent`]s that carried a one-way-delay sample.
+    pub owd_samples: u64,
     /// Congestion events noq later found spurious (all their packets were acked after all).
     pub spurious_congestion_events: u64,
 }
@@ -391,7 +403,8 @@ struct State {
     losses: Option<LossBatch>,
     idle: bool,
     last_prune: Instant,
-    owd_pending: BTreeMap<u64, Instant>,
+    /// The newest one-way-delay report not yet given: (send time, receive time).
+    owd_pending: Option<(Instant, Instant)>,
     last_rate: Option<RateSample>,
     counters: CcCounters,
     rtt_hist: Histogram,
@@ -414,7 +427,7 @@ impl State {
             losses: None,
             idle: false,
             last_prune: now,
-            owd_pending: BTreeMap::new(),
+            owd_pending: None,
             last_rate: None,
             counters: CcCounters::default(),
             rtt_hist: Histogram::new(),
@@ -665,14 +678,14 @@ impl State {
         self.prune(now);
     }
 
-    /// The one-way-delay sample of the newest acked packet, from the [`OwdFeed`].
-    fn one_way_delay(&mut self, (pn, sent): (u64, Instant)) -> Option<OneWayDelaySample> {
-        let receive_time = self.owd_pending.remove(&pn);
-        // Receive times of packets up to this one are of no further use.
-        self.owd_pending = self.owd_pending.split_off(&pn.saturating_add(1));
-        receive_time.map(|receive_time| OneWayDelaySample {
+    /// The newest one-way-delay report from the [`OwdFeed`], numbered with the newest acked
+    /// packet `pn` (so the samples' numbers grow, as the estimator requires).
+    fn one_way_delay(&mut self, (pn, _): (u64, Instant)) -> Option<OneWayDelaySample> {
+        let (sent_time, receive_time) = self.owd_pending.take()?;
+        self.counters.owd_samples += 1;
+        Some(OneWayDelaySample {
             packet_number: pn,
-            sent_time: sent,
+            sent_time,
             receive_time,
         })
     }
@@ -723,17 +736,11 @@ impl Adapter {
     ) {
         let (now, sent) = (self.time(now), self.time(sent));
         let mut s = self.lock();
-        s.owd_drain(&self.factory.owd);
-        s.on_ack(now, sent, bytes, pn, app_limited);
-    }
-}
-
-impl State {
-    fn owd_drain(&mut self, feed: &OwdFeed) {
-        feed.drain_into(&mut self.owd_pending);
-        while self.owd_pending.len() > OWD_FEED_CAPACITY {
-            self.owd_pending.pop_first();
+        if let Some((sent_at, one_way)) = self.factory.owd.take() {
+            let sent_at = self.time(sent_at);
+            s.owd_pending = Some((sent_at, sent_at + one_way));
         }
+        s.on_ack(now, sent, bytes, pn, app_limited);
     }
 }
 
@@ -1247,21 +1254,34 @@ mod tests {
     }
 
     #[test]
-    fn one_way_delay_hook_feeds_the_newest_acked_packet() {
+    fn one_way_delay_hook_gives_the_newest_report_once() {
         let mut rig = Rig::new(None);
-        for pn in 0..3 {
+        for pn in 0..4 {
             rig.send(pn as f64, pn);
         }
         let feed = rig.factory.owd_feed();
-        feed.push(1, Instant::from_nanos(7_000_000));
-        feed.push(2, Instant::from_nanos(9_000_000));
+        feed.push(rig.at(1.0), Duration::from_millis(20));
+        feed.push(rig.at(2.0), Duration::from_millis(25));
         rig.ack(50.0, &[(0, 0.0), (1, 1.0), (2, 2.0)], 0, 2);
+        rig.adapter.window();
+        // No report since: the next ACK has no sample.
+        rig.ack(60.0, &[(3, 3.0)], 0, 3);
         rig.adapter.window();
         let acks = rig.acks();
         let owd = acks[0].one_way_delay.expect("fed");
         assert_eq!(owd.packet_number, 2);
         assert_eq!(owd.sent_time, ms(2.0));
-        assert_eq!(owd.receive_time, Instant::from_nanos(9_000_000));
+        assert_eq!(owd.receive_time, ms(27.0));
+        assert_eq!(acks[1].one_way_delay, None);
+        assert_eq!(
+            rig.factory
+                .probe()
+                .sample()
+                .expect("a controller")
+                .counters
+                .owd_samples,
+            1
+        );
     }
 
     #[test]

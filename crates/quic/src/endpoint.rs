@@ -1,14 +1,25 @@
 //! Loopback QUIC endpoints on noq + rustls: a server whose congestion controller is a
-//! [`CcFactory`] and a client that fetches a number of bytes and verifies them.
+//! [`CcFactory`], a client that fetches a number of bytes and verifies them, and a client that
+//! uploads with its own controller.
 //!
-//! This module owns the tiny request protocol, the deterministic content, the TLS set-up and the
-//! endpoint errors. Protocol (ALPN `kleinrock`): on each bidirectional stream the client sends an
-//! 8-byte big-endian length `N` and finishes its side; the server answers with the first `N`
-//! bytes of the [`ContentStream`] seeded with [`CONTENT_SEED`] and finishes the stream. The
-//! server's certificate is self-signed, made at start-up with rcgen for `localhost`; the client
-//! trusts exactly that certificate. Only loopback addresses are accepted.
+//! This module owns the tiny request protocols, the deterministic content, the TLS set-up and
+//! the endpoint errors. Every stream carries one request on a client-initiated bidirectional
+//! stream, and the content is always the first bytes of the [`ContentStream`] seeded with
+//! [`CONTENT_SEED`]:
+//!
+//! - ALPN `kleinrock` (or `kleinrock-ts`, the same with datagram timestamps, [`crate::stamps`]):
+//!   the client sends a command byte and an 8-byte big-endian length `N`. `G`: the server
+//!   answers with `N` bytes of content and finishes. `P`: the client sends `N` bytes of content
+//!   and finishes; the server answers with the SHA-256 (32 bytes) of what it read.
+//! - ALPN `hq-interop` (HTTP/0.9 as in the QUIC interop runner), for peers that are not
+//!   kleinrock: the client sends `GET /N` and a line end and finishes; the server answers with
+//!   `N` bytes of content.
+//!
+//! The server's certificate is self-signed, made at start-up with rcgen for `localhost`; the
+//! client trusts exactly that certificate. Only loopback addresses are accepted.
 
 use crate::adapter::{CcFactory, CcProbe};
+use crate::stamps::{StampStats, StampedSocket, Stamps, ALPN_STAMPED, TRAILER_LEN};
 use kleinrock_cc::Rate;
 use noq::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use noq::rustls;
@@ -18,12 +29,17 @@ use noq::{
 };
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::{JoinHandle, JoinSet};
 
-/// The ALPN protocol both endpoints speak.
+/// The ALPN protocol of kleinrock endpoints without timestamps.
 pub const ALPN: &[u8] = b"kleinrock";
+/// HTTP/0.9 over QUIC, as the QUIC interop runner's clients speak it.
+pub const ALPN_HQ: &[u8] = b"hq-interop";
+/// Longest `hq-interop` request line read, bytes.
+const MAX_HQ_REQUEST: usize = 1024;
 /// The name the certificate is made for and the client asks for.
 pub const SERVER_NAME: &str = "localhost";
 /// Seed of the content the server sends.
@@ -77,6 +93,8 @@ pub enum Error {
     },
     /// The server's port was still in use after shutdown.
     NotReleased(SocketAddr),
+    /// The server's answer breaks the protocol.
+    Protocol(String),
 }
 
 impl fmt::Display for Error {
@@ -101,6 +119,7 @@ impl fmt::Display for Error {
                  received {received_bytes} bytes with SHA-256 {received_sha256}"
             ),
             Error::NotReleased(a) => write!(f, "port {a} still in use after shutdown"),
+            Error::Protocol(e) => write!(f, "protocol: {e}"),
         }
     }
 }
@@ -245,14 +264,28 @@ fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-fn new_endpoint(socket: UdpSocket, server: Option<ServerConfig>) -> Result<noq::Endpoint, Error> {
-    noq::Endpoint::new(
+/// An endpoint on `socket` whose datagrams pass through the timestamp layer `stamps`.
+fn new_endpoint(
+    socket: UdpSocket,
+    stamps: Arc<Stamps>,
+    server: Option<ServerConfig>,
+) -> Result<noq::Endpoint, Error> {
+    let socket = StampedSocket::new(socket, stamps).map_err(io("wrapping the UDP socket"))?;
+    noq::Endpoint::new_with_abstract_socket(
         endpoint_config()?,
         server,
-        socket,
+        Box::new(socket),
         Arc::new(noq::TokioRuntime),
     )
     .map_err(io("starting the QUIC endpoint"))
+}
+
+/// The ALPN protocol a connection agreed on.
+fn alpn(handshake: Option<Box<dyn std::any::Any>>) -> Option<Vec<u8>> {
+    handshake?
+        .downcast::<noq::crypto::rustls::HandshakeData>()
+        .ok()?
+        .protocol
 }
 
 /// What [`serve`] runs.
@@ -264,6 +297,8 @@ pub struct ServeOptions {
     pub factory: CcFactory,
     /// UDP socket buffer size asked for, bytes.
     pub socket_buffer: usize,
+    /// Offer datagram timestamps to kleinrock clients (ALPN `kleinrock-ts`).
+    pub timestamps: bool,
 }
 
 impl ServeOptions {
@@ -273,6 +308,7 @@ impl ServeOptions {
             addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             factory,
             socket_buffer: DEFAULT_SOCKET_BUFFER,
+            timestamps: true,
         }
     }
 }
@@ -286,7 +322,22 @@ pub struct ServerHandle {
     addr: SocketAddr,
     probe: CcProbe,
     cert_der: CertificateDer<'static>,
+    cert_pem: String,
     socket_buffers: (usize, usize),
+    stamps: Arc<Stamps>,
+    connections: Arc<AtomicU64>,
+}
+
+/// What a server counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Connections whose handshake completed.
+    pub connections: u64,
+    /// Of those, connections with datagram timestamps.
+    pub stamped_connections: u64,
+    /// Datagrams and timestamps at the server's socket; `stray_datagrams` are those from
+    /// addresses that never had a connection, which QUIC dropped.
+    pub datagrams: StampStats,
 }
 
 impl ServerHandle {
@@ -308,6 +359,20 @@ impl ServerHandle {
     /// UDP receive and send buffer sizes the kernel granted, bytes.
     pub fn socket_buffers(&self) -> (usize, usize) {
         self.socket_buffers
+    }
+
+    /// The server's certificate, PEM.
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// What the server counted so far.
+    pub fn stats(&self) -> ServerStats {
+        ServerStats {
+            connections: self.connections.load(Ordering::Relaxed),
+            stamped_connections: self.stamps.stamped_peers(),
+            datagrams: self.stamps.stats(),
+        }
     }
 
     /// Closes every connection, stops accepting, and waits until the port is free again.
@@ -346,11 +411,13 @@ impl Drop for ServerHandle {
     }
 }
 
-/// The server's transport: the factory's controller, its packet size fixed to the controller's
-/// `max_datagram_size` (no MTU discovery, so cwnd and packets count the same bytes), and windows
-/// large enough for emulated paths.
-fn server_transport(factory: &CcFactory) -> TransportConfig {
-    let mtu = u16::try_from(factory.config().max_datagram_size)
+/// A transport whose congestion controller comes from `factory`, its datagrams fixed to the
+/// controller's `max_datagram_size` (no MTU discovery, so cwnd and packets count the same
+/// bytes; with timestamps the trailer is part of that size), and windows large enough for
+/// emulated paths.
+fn sending_transport(factory: &CcFactory, timestamps: bool) -> TransportConfig {
+    let trailer = if timestamps { TRAILER_LEN as u64 } else { 0 };
+    let mtu = u16::try_from(factory.config().max_datagram_size.saturating_sub(trailer))
         .unwrap_or(MAX_UDP_PAYLOAD)
         .clamp(1200, MAX_UDP_PAYLOAD);
     let mut t = TransportConfig::default();
@@ -359,8 +426,33 @@ fn server_transport(factory: &CcFactory) -> TransportConfig {
         .min_mtu(mtu)
         .mtu_discovery_config(None::<MtuDiscoveryConfig>)
         .send_window(SEND_WINDOW)
+        .stream_receive_window(VarInt::from_u64(LOOPBACK_RECEIVE_WINDOW).unwrap_or(VarInt::MAX))
         .max_concurrent_uni_streams(VarInt::from_u32(0));
     t
+}
+
+/// The ALPN protocols offered, most preferred first.
+fn alpn_protocols(timestamps: bool, hq: bool) -> Vec<Vec<u8>> {
+    let mut protocols = Vec::new();
+    if timestamps {
+        protocols.push(ALPN_STAMPED.to_vec());
+    }
+    protocols.push(ALPN.to_vec());
+    if hq {
+        protocols.push(ALPN_HQ.to_vec());
+    }
+    protocols
+}
+
+/// A certificate given as PEM (as [`ServerHandle::cert_pem`] writes it) or DER, as DER.
+pub fn certificate_der(bytes: &[u8]) -> Result<Vec<u8>, Error> {
+    use noq::rustls::pki_types::pem::PemObject;
+    if bytes.starts_with(b"-----BEGIN") {
+        let cert = CertificateDer::from_pem_slice(bytes).map_err(tls)?;
+        Ok(cert.as_ref().to_vec())
+    } else {
+        Ok(bytes.to_vec())
+    }
 }
 
 /// Starts a server on `opts.addr` (loopback only) and returns at once; connections are served
@@ -369,6 +461,7 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
     ensure_loopback(opts.addr)?;
     let key = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()]).map_err(tls)?;
     let cert_der = key.cert.der().clone();
+    let cert_pem = key.cert.pem();
     let key_der = PrivateKeyDer::from(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
     let mut tls_config = rustls::ServerConfig::builder_with_provider(crypto_provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -376,56 +469,129 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
         .with_no_client_auth()
         .with_single_cert(vec![cert_der.clone()], key_der)
         .map_err(tls)?;
-    tls_config.alpn_protocols = vec![ALPN.to_vec()];
+    tls_config.alpn_protocols = alpn_protocols(opts.timestamps, true);
     let crypto = QuicServerConfig::try_from(tls_config).map_err(tls)?;
     let mut server_config = ServerConfig::with_crypto(Arc::new(crypto));
-    server_config.transport_config(Arc::new(server_transport(&opts.factory)));
+    server_config.transport_config(Arc::new(sending_transport(&opts.factory, opts.timestamps)));
 
     let socket = udp_socket(opts.addr, opts.socket_buffer)?;
     let socket_buffers = socket_buffers(&socket);
-    let endpoint = new_endpoint(socket, Some(server_config))?;
+    let stamps = Stamps::new(Some(opts.factory.owd_feed()));
+    let endpoint = new_endpoint(socket, stamps.clone(), Some(server_config))?;
     let addr = endpoint
         .local_addr()
         .map_err(io("reading the server address"))?;
-    let accept = tokio::spawn(accept_loop(endpoint.clone()));
+    let connections = Arc::new(AtomicU64::new(0));
+    let accept = tokio::spawn(accept_loop(
+        endpoint.clone(),
+        stamps.clone(),
+        connections.clone(),
+    ));
     Ok(ServerHandle {
         endpoint: Some(endpoint),
         accept: Some(accept),
         addr,
         probe: opts.factory.probe(),
         cert_der,
+        cert_pem,
         socket_buffers,
+        stamps,
+        connections,
     })
 }
 
-async fn accept_loop(endpoint: noq::Endpoint) {
+async fn accept_loop(endpoint: noq::Endpoint, stamps: Arc<Stamps>, count: Arc<AtomicU64>) {
     let mut connections = JoinSet::new();
     while let Some(incoming) = endpoint.accept().await {
+        let (stamps, count) = (stamps.clone(), count.clone());
         connections.spawn(async move {
-            if let Ok(conn) = incoming.await {
-                serve_connection(conn).await;
+            if let Some((conn, protocol)) = handshake(incoming, &stamps).await {
+                count.fetch_add(1, Ordering::Relaxed);
+                serve_connection(conn, protocol).await;
             }
         });
         while connections.try_join_next().is_some() {}
     }
 }
 
-async fn serve_connection(conn: noq::Connection) {
+/// The request protocol of a connection, from its ALPN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Kleinrock,
+    HqInterop,
+}
+
+/// Completes a server handshake; a client that agreed on `kleinrock-ts` is stamped as soon as
+/// the ALPN is known.
+async fn handshake(
+    incoming: noq::Incoming,
+    stamps: &Stamps,
+) -> Option<(noq::Connection, Protocol)> {
+    let peer = incoming.remote_address();
+    let mut connecting = incoming.accept().ok()?;
+    let protocol = alpn(connecting.handshake_data().await.ok());
+    if protocol.as_deref() == Some(ALPN_STAMPED) {
+        stamps.negotiated(peer);
+    }
+    let conn = connecting.await.ok()?;
+    stamps.mark_connected(peer);
+    let protocol = if protocol.as_deref() == Some(ALPN_HQ) {
+        Protocol::HqInterop
+    } else {
+        Protocol::Kleinrock
+    };
+    Some((conn, protocol))
+}
+
+async fn serve_connection(conn: noq::Connection, protocol: Protocol) {
     let mut streams = JoinSet::new();
     // Ends when the client closes the connection.
     while let Ok((send, recv)) = conn.accept_bi().await {
-        streams.spawn(serve_stream(send, recv));
+        match protocol {
+            Protocol::Kleinrock => streams.spawn(serve_kleinrock(send, recv)),
+            Protocol::HqInterop => streams.spawn(serve_hq(send, recv)),
+        };
         while streams.try_join_next().is_some() {}
     }
 }
 
-/// Answers one request; a malformed one (fewer than 8 bytes) is dropped.
-async fn serve_stream(mut send: noq::SendStream, mut recv: noq::RecvStream) {
-    let mut request = [0u8; 8];
+/// Answers one `kleinrock` request; a malformed one is dropped.
+async fn serve_kleinrock(mut send: noq::SendStream, mut recv: noq::RecvStream) {
+    let mut request = [0u8; 9];
     if recv.read_exact(&mut request).await.is_err() {
         return;
     }
-    let mut left = u64::from_be_bytes(request);
+    let size = u64::from_be_bytes(request[1..].try_into().unwrap_or_default());
+    match request[0] {
+        b'G' => send_content(send, size).await,
+        b'P' => {
+            if let Ok((_, sha256)) = read_content(&mut recv, Some(size)).await {
+                let _ = send.write_all(&sha256).await;
+                finish(send).await;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Answers one `hq-interop` request (`GET /N`); a malformed one is dropped.
+async fn serve_hq(send: noq::SendStream, mut recv: noq::RecvStream) {
+    let Ok(request) = recv.read_to_end(MAX_HQ_REQUEST).await else {
+        return;
+    };
+    let line = String::from_utf8_lossy(&request);
+    let size = line
+        .trim_end()
+        .strip_prefix("GET /")
+        .and_then(|n| n.parse::<u64>().ok());
+    if let Some(size) = size {
+        send_content(send, size).await;
+    }
+}
+
+/// Sends the first `size` bytes of the content and finishes the stream.
+async fn send_content(mut send: noq::SendStream, size: u64) {
+    let mut left = size;
     let mut content = ContentStream::new(CONTENT_SEED);
     let mut buf = vec![0u8; WRITE_CHUNK];
     while left > 0 {
@@ -436,9 +602,53 @@ async fn serve_stream(mut send: noq::SendStream, mut recv: noq::RecvStream) {
         }
         left -= n as u64;
     }
+    finish(send).await;
+}
+
+/// Finishes a stream and keeps it until the peer has everything (or goes away).
+async fn finish(mut send: noq::SendStream) {
     let _ = send.finish();
-    // Keep the stream until the peer has everything (or goes away).
     let _ = send.stopped().await;
+}
+
+/// Reads a stream to its end (at most `limit` bytes when given): the byte count and the
+/// SHA-256 of what was read.
+async fn read_content(
+    recv: &mut noq::RecvStream,
+    limit: Option<u64>,
+) -> Result<(u64, [u8; 32]), Error> {
+    let mut received = 0u64;
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    while let Some(chunk) = recv.read_chunk(usize::MAX).await.map_err(stream)? {
+        received += chunk.len() as u64;
+        if limit.is_some_and(|l| received > l) {
+            return Err(Error::Protocol(format!("more than {received} bytes sent")));
+        }
+        hash.update(&chunk);
+    }
+    let mut sha256 = [0u8; 32];
+    sha256.copy_from_slice(hash.finish().as_ref());
+    Ok((received, sha256))
+}
+
+/// How a client connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Stream flow-control window granted to the server, bytes (size it to the most the path
+    /// can hold in flight).
+    pub receive_window: u64,
+    /// Offer datagram timestamps (ALPN `kleinrock-ts`).
+    pub timestamps: bool,
+}
+
+impl Default for ClientOptions {
+    /// [`LOOPBACK_RECEIVE_WINDOW`], with timestamps.
+    fn default() -> Self {
+        ClientOptions {
+            receive_window: LOOPBACK_RECEIVE_WINDOW,
+            timestamps: true,
+        }
+    }
 }
 
 /// What one [`fetch`] measured.
@@ -458,9 +668,32 @@ pub struct FetchReport {
     pub expected_sha256: String,
     /// SHA-256 of what arrived, hex.
     pub received_sha256: String,
+    /// The server agreed to datagram timestamps.
+    pub timestamps: bool,
 }
 
-fn client_config(cert_der: &[u8], receive_window: u64) -> Result<ClientConfig, Error> {
+/// What one [`upload`] measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UploadReport {
+    /// Bytes sent (the server's hash of them matched).
+    pub bytes: u64,
+    /// Time from starting to connect until the handshake completed.
+    pub handshake: Duration,
+    /// Time from starting to send until the server's answer arrived.
+    pub elapsed: Duration,
+    /// `bytes / elapsed`.
+    pub goodput: Rate,
+    /// SHA-256 of the content, hex, as the server computed it.
+    pub sha256: String,
+    /// The server agreed to datagram timestamps.
+    pub timestamps: bool,
+}
+
+fn client_config(
+    cert_der: &[u8],
+    opts: &ClientOptions,
+    factory: Option<&CcFactory>,
+) -> Result<ClientConfig, Error> {
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(CertificateDer::from(cert_der.to_vec()))
@@ -470,63 +703,102 @@ fn client_config(cert_der: &[u8], receive_window: u64) -> Result<ClientConfig, E
         .map_err(tls)?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    tls_config.alpn_protocols = vec![ALPN.to_vec()];
+    tls_config.alpn_protocols = alpn_protocols(opts.timestamps, false);
     let crypto = QuicClientConfig::try_from(tls_config).map_err(tls)?;
     let mut config = ClientConfig::new(Arc::new(crypto));
-    let mut transport = TransportConfig::default();
+    let mut transport = factory.map_or_else(TransportConfig::default, |f| {
+        sending_transport(f, opts.timestamps)
+    });
+    let window = opts.receive_window;
     transport
-        .stream_receive_window(VarInt::from_u64(receive_window).map_err(|_| {
-            Error::Connection(format!(
-                "a receive window of {receive_window} bytes is too large"
-            ))
+        .stream_receive_window(VarInt::from_u64(window).map_err(|_| {
+            Error::Connection(format!("a receive window of {window} bytes is too large"))
         })?)
         .max_concurrent_uni_streams(VarInt::from_u32(0));
     config.transport_config(Arc::new(transport));
     Ok(config)
 }
 
-/// Fetches `size` bytes from the server at `server` (loopback), trusting only `cert_der`, and
-/// verifies them against the expected content; the stream window is
-/// [`LOOPBACK_RECEIVE_WINDOW`].
-pub async fn fetch(server: SocketAddr, cert_der: &[u8], size: u64) -> Result<FetchReport, Error> {
-    fetch_with_window(server, cert_der, size, LOOPBACK_RECEIVE_WINDOW).await
+/// A client connection with its endpoint.
+struct Client {
+    endpoint: noq::Endpoint,
+    conn: noq::Connection,
+    handshake: Duration,
+    stamped: bool,
 }
 
-/// [`fetch`] with a stream flow-control window of `receive_window` bytes (size it to the most
-/// the path can hold in flight).
-pub async fn fetch_with_window(
+impl Client {
+    /// Connects to `server` (loopback) trusting only `cert_der`; with a `factory`, the client's
+    /// own sending is controlled by it and timestamp echoes feed it.
+    async fn connect(
+        server: SocketAddr,
+        cert_der: &[u8],
+        opts: &ClientOptions,
+        factory: Option<&CcFactory>,
+    ) -> Result<Client, Error> {
+        ensure_loopback(server)?;
+        let local = match server.ip() {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        };
+        let socket = udp_socket(SocketAddr::new(local, 0), DEFAULT_SOCKET_BUFFER)?;
+        let stamps = Stamps::new(factory.map(CcFactory::owd_feed));
+        let endpoint = new_endpoint(socket, stamps.clone(), None)?;
+        endpoint.set_default_client_config(client_config(cert_der, opts, factory)?);
+        let start = Instant::now();
+        let conn = endpoint
+            .connect(server, SERVER_NAME)
+            .map_err(connection)?
+            .await
+            .map_err(connection)?;
+        let handshake = start.elapsed();
+        stamps.mark_connected(server);
+        let stamped = alpn(conn.handshake_data()).as_deref() == Some(ALPN_STAMPED);
+        if stamped {
+            stamps.negotiated(server);
+        }
+        Ok(Client {
+            endpoint,
+            conn,
+            handshake,
+            stamped,
+        })
+    }
+
+    /// Closes the connection and gives the close a moment to reach the server.
+    async fn close(self) {
+        self.conn.close(VarInt::from_u32(0), b"done");
+        let _ = tokio::time::timeout(CLOSE_DRAIN, self.endpoint.wait_idle()).await;
+    }
+}
+
+/// Fetches `size` bytes from the server at `server` (loopback), trusting only `cert_der`, and
+/// verifies them against the expected content, with the default [`ClientOptions`].
+pub async fn fetch(server: SocketAddr, cert_der: &[u8], size: u64) -> Result<FetchReport, Error> {
+    fetch_with(server, cert_der, size, &ClientOptions::default()).await
+}
+
+/// [`fetch`] with the given options.
+pub async fn fetch_with(
     server: SocketAddr,
     cert_der: &[u8],
     size: u64,
-    receive_window: u64,
+    opts: &ClientOptions,
 ) -> Result<FetchReport, Error> {
-    ensure_loopback(server)?;
-    let local = match server.ip() {
-        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
-    };
-    let socket = udp_socket(SocketAddr::new(local, 0), DEFAULT_SOCKET_BUFFER)?;
-    let endpoint = new_endpoint(socket, None)?;
-    endpoint.set_default_client_config(client_config(cert_der, receive_window)?);
-    let start = Instant::now();
-    let conn = endpoint
-        .connect(server, SERVER_NAME)
-        .map_err(connection)?
-        .await
-        .map_err(connection)?;
-    let handshake = start.elapsed();
-    let result = request(&conn, size).await;
-    conn.close(VarInt::from_u32(0), b"done");
-    // Give the close a moment to reach the server; the result does not depend on it.
-    let _ = tokio::time::timeout(CLOSE_DRAIN, endpoint.wait_idle()).await;
-    let mut report = result?;
-    report.handshake = handshake;
-    Ok(report)
+    let client = Client::connect(server, cert_der, opts, None).await?;
+    let result = request(&client.conn, size).await;
+    let (handshake, timestamps) = (client.handshake, client.stamped);
+    client.close().await;
+    Ok(FetchReport {
+        handshake,
+        timestamps,
+        ..result?
+    })
 }
 
 async fn request(conn: &noq::Connection, size: u64) -> Result<FetchReport, Error> {
     let (mut send, mut recv) = conn.open_bi().await.map_err(connection)?;
-    send.write_all(&size.to_be_bytes()).await.map_err(stream)?;
+    send.write_all(&command(b'G', size)).await.map_err(stream)?;
     send.finish().map_err(stream)?;
     let start = Instant::now();
     let mut first_byte = None;
@@ -556,6 +828,68 @@ async fn request(conn: &noq::Connection, size: u64) -> Result<FetchReport, Error
         goodput: Rate::from_bytes_over(received, elapsed),
         expected_sha256,
         received_sha256,
+        timestamps: false,
+    })
+}
+
+/// A `kleinrock` request: the command byte and the length.
+fn command(kind: u8, size: u64) -> [u8; 9] {
+    let mut out = [kind; 9];
+    out[1..].copy_from_slice(&size.to_be_bytes());
+    out
+}
+
+/// Sends `size` bytes of content to the server at `server` (loopback), trusting only
+/// `cert_der`, with the client's sending controlled by `factory`; the server's hash of what it
+/// read must match the content's.
+pub async fn upload(
+    server: SocketAddr,
+    cert_der: &[u8],
+    size: u64,
+    factory: &CcFactory,
+    opts: &ClientOptions,
+) -> Result<UploadReport, Error> {
+    let client = Client::connect(server, cert_der, opts, Some(factory)).await?;
+    let result = send_upload(&client.conn, size).await;
+    let (handshake, timestamps) = (client.handshake, client.stamped);
+    client.close().await;
+    Ok(UploadReport {
+        handshake,
+        timestamps,
+        ..result?
+    })
+}
+
+async fn send_upload(conn: &noq::Connection, size: u64) -> Result<UploadReport, Error> {
+    let (mut send, mut recv) = conn.open_bi().await.map_err(connection)?;
+    let start = Instant::now();
+    send.write_all(&command(b'P', size)).await.map_err(stream)?;
+    let mut content = ContentStream::new(CONTENT_SEED);
+    let mut buf = vec![0u8; WRITE_CHUNK];
+    let mut left = size;
+    while left > 0 {
+        let n = usize::try_from(left).map_or(buf.len(), |l| l.min(buf.len()));
+        content.fill(&mut buf[..n]);
+        send.write_all(&buf[..n]).await.map_err(stream)?;
+        left -= n as u64;
+    }
+    send.finish().map_err(stream)?;
+    let answer = recv.read_to_end(64).await.map_err(stream)?;
+    let elapsed = start.elapsed();
+    let sha256 = hex(&answer);
+    let expected = content_sha256(CONTENT_SEED, size);
+    if sha256 != expected {
+        return Err(Error::Protocol(format!(
+            "the server read content with SHA-256 `{sha256}`, expected {expected} for {size} bytes"
+        )));
+    }
+    Ok(UploadReport {
+        bytes: size,
+        handshake: Duration::ZERO,
+        elapsed,
+        goodput: Rate::from_bytes_over(size, elapsed),
+        sha256,
+        timestamps: false,
     })
 }
 

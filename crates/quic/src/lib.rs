@@ -3,3 +3,5 @@
 pub mod adapter;
 pub mod emulator;
 pub mod endpoint;
+pub mod stamps;
+pub mod trace;

@@ -1,0 +1,153 @@
+//! `kleinrock emulate`: the userspace bottleneck emulator on its own, between any QUIC (or
+//! UDP) client and server on loopback. Clients send to `--listen`; the emulator relays to
+//! `--server` through the client-to-server link and back through the server-to-client link,
+//! until SIGINT or SIGTERM (or `--duration`), then reports what it relayed and whether it kept
+//! up (see crates/quic/src/emulator.rs).
+
+use crate::live;
+use kleinrock_lab::metrics::link_metrics;
+use kleinrock_lab::scenario::{load, Scenario};
+use kleinrock_quic::emulator::{self, DirectionStats, EmulatorConfig, EmulatorStats};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Arguments of `kleinrock emulate`.
+#[derive(clap::Args)]
+pub struct EmulateArgs {
+    /// Where the server listens (loopback).
+    #[arg(long)]
+    server: SocketAddr,
+    /// Where clients send (loopback); port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Both directions as RATE,RTT,BUFFER (half the RTT each way), e.g. `10Mbps,50ms,2bdp`;
+    /// the client-to-server direction gets a 1000-packet buffer, as in `kleinrock transfer`.
+    #[arg(long, value_name = "RATE,RTT,BUFFER", conflicts_with = "scenario")]
+    link: Option<String>,
+    /// A scenario file with one flow whose paths are one link each way: its data path becomes
+    /// the server-to-client direction (a download), its ACK path the other.
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
+    /// With the flow's data path client-to-server instead (an upload, `kleinrock send`).
+    #[arg(long)]
+    upload: bool,
+    /// Stop after this long, e.g. `60s` (default: at SIGINT or SIGTERM).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Print events (listening, stopped) as JSON lines.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The scenario whose first flow's links the emulator applies.
+fn scenario(args: &EmulateArgs) -> Result<Scenario, String> {
+    let s = match &args.scenario {
+        Some(file) => {
+            let set = load(file, &[]).map_err(|e| e.to_string())?;
+            let [s] = &set.points[..] else {
+                return Err(format!("{}: a sweep; emulate one scenario", file.display()));
+            };
+            s.clone()
+        }
+        None => live::dumbbell(
+            "newreno",
+            &[],
+            args.link.as_deref().unwrap_or("10Mbps,50ms,2bdp"),
+            "1MB",
+        )?,
+    };
+    match s.flows.first() {
+        Some(f) if f.forward.len() == 1 && f.reverse.len() == 1 => Ok(s),
+        _ => Err("the emulated flow needs one link each way (path and reverse_path)".into()),
+    }
+}
+
+fn config(args: &EmulateArgs, s: &Scenario) -> EmulatorConfig {
+    let flow = &s.flows[0];
+    let data = s.links[flow.forward[0]].clone();
+    let ack = s.links[flow.reverse[0]].clone();
+    let (forward, reverse) = if args.upload {
+        (data, ack)
+    } else {
+        (ack, data)
+    };
+    EmulatorConfig {
+        listen: args.listen,
+        server: args.server,
+        forward,
+        reverse,
+        seed: s.seed,
+    }
+}
+
+fn direction_json(d: &DirectionStats) -> serde_json::Value {
+    let link = link_metrics(&d.link);
+    serde_json::json!({
+        "datagrams_in": d.datagrams_in,
+        "datagrams_out": d.datagrams_out,
+        "bytes_out": d.bytes_out,
+        "dropped_buffer": d.dropped_buffer,
+        "lost_random": d.lost_random,
+        "policed": d.policed,
+        "send_errors": d.send_errors,
+        "achieved_rate_bps": d.achieved_rate.bits_per_sec(),
+        "max_queue_packets": link.max_queue_packets,
+        "utilisation": link.utilisation,
+    })
+}
+
+fn stopped_event(s: &EmulatorStats) -> serde_json::Value {
+    serde_json::json!({
+        "event": "stopped",
+        "valid": s.valid,
+        "failure": s.failure,
+        "elapsed_s": s.elapsed.as_secs_f64(),
+        "lateness_p99_us": s.lateness_p99().as_secs_f64() * 1e6,
+        "lateness_bound_us": s.lateness_bound.as_secs_f64() * 1e6,
+        "realtime": s.realtime,
+        "clients": s.clients.len(),
+        "clients_refused": s.clients_refused,
+        "unknown_dropped": s.unknown_dropped,
+        "socket_drops": s.socket_drops,
+        "io_errors": s.io_errors,
+        "forward": direction_json(&s.forward),
+        "reverse": direction_json(&s.reverse),
+    })
+}
+
+async fn emulate(args: EmulateArgs) -> Result<(), String> {
+    let s = scenario(&args)?;
+    let limit = live::duration(args.duration.as_deref())?;
+    let handle = emulator::start(config(&args, &s)).map_err(|e| e.to_string())?;
+    let addr = handle.listen_addr();
+    live::event(
+        args.json,
+        serde_json::json!({ "event": "listening", "addr": addr.to_string() }),
+        &format!(
+            "emulating {} on {addr} -> {}; stop with Ctrl-C",
+            s.links[s.flows[0].forward[0]].name, args.server
+        ),
+    );
+    live::stopped(limit).await?;
+    let stats = tokio::task::spawn_blocking(move || handle.shutdown())
+        .await
+        .map_err(|e| format!("the emulator did not stop: {e}"))?;
+    let text = format!(
+        "stopped after {:.1} s: {} datagrams to the server, {} to clients, {} dropped by the \
+         buffer; lateness p99 {:?} (bound {:?}): {}",
+        stats.elapsed.as_secs_f64(),
+        stats.forward.datagrams_out,
+        stats.reverse.datagrams_out,
+        stats.forward.dropped_buffer + stats.reverse.dropped_buffer,
+        stats.lateness_p99(),
+        stats.lateness_bound,
+        if stats.valid { "valid" } else { "NOT valid" }
+    );
+    live::event(args.json, stopped_event(&stats), &text);
+    Ok(())
+}
+
+/// Runs `kleinrock emulate`.
+pub fn run(args: EmulateArgs) -> Result<(), String> {
+    live::runtime()?.block_on(emulate(args))
+}

@@ -1,0 +1,146 @@
+//! What the real-datapath commands (`transfer`, `serve`, `send`, `emulate`) share: the async
+//! runtime, controllers and links described as on the command line, stopping on a signal, and
+//! event lines.
+
+use kleinrock_cc::units::parse_duration;
+use kleinrock_cc::ControllerConfig;
+use kleinrock_lab::scenario::{parse, FlowTransport, Scenario};
+use kleinrock_quic::adapter::{CcCounters, CcFactory};
+use std::time::Duration;
+
+/// The async runtime of the real-datapath commands.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// The scenario of one sized download over a dumbbell of `link` (`RATE,RTT,BUFFER`): the
+/// flow's data path is `bottleneck`, its ACK path `return` (same rate, a 1000-packet buffer,
+/// half the RTT each way). The receiver delays ACKs, as noq's does (every second packet or
+/// 25 ms), so a simulated twin sees the same ACK clock.
+pub fn dumbbell_text(cc: &str, link: &str, size: &str) -> Result<String, String> {
+    let parts: Vec<&str> = link.split(',').map(str::trim).collect();
+    let [rate, rtt, buffer] = parts[..] else {
+        return Err(format!(
+            "--link `{link}`: expected RATE,RTT,BUFFER, e.g. 10Mbps,50ms,2bdp"
+        ));
+    };
+    let rtt = parse_duration(rtt).map_err(|e| format!("--link: {e}"))?;
+    let one_way = format!("{}ns", rtt.as_nanos() / 2);
+    Ok(format!(
+        r#"
+name = "transfer"
+duration = "3600s"
+trace_interval = "10ms"
+[[links]]
+name = "bottleneck"
+rate = "{rate}"
+delay = "{one_way}"
+buffer = "{buffer}"
+[[links]]
+name = "return"
+rate = "{rate}"
+delay = "{one_way}"
+buffer = "1000pkt"
+[[flows]]
+name = "transfer"
+cc = "{cc}"
+path = ["bottleneck"]
+reverse_path = ["return"]
+size = "{size}"
+delayed_ack = true
+"#
+    ))
+}
+
+/// [`dumbbell_text`] parsed, with `--param NAME=VALUE` settings of the flow's controller: the
+/// scenario checks (names, units, ranges) apply to the command line.
+pub fn dumbbell(cc: &str, params: &[String], link: &str, size: &str) -> Result<Scenario, String> {
+    let text = dumbbell_text(cc, link, size)?;
+    let overrides: Vec<String> = params
+        .iter()
+        .map(|p| format!("flows.0.params.{p}"))
+        .collect();
+    let set = parse(&text, "<command line>", "transfer", &overrides).map_err(|e| e.to_string())?;
+    set.points
+        .into_iter()
+        .next()
+        .ok_or_else(|| "the command line gave no scenario".to_string())
+}
+
+/// The controller factory for the first flow of `s`, seeded with the scenario's seed.
+pub fn factory(s: &Scenario) -> Result<CcFactory, String> {
+    let Some(FlowTransport::Reliable {
+        cc,
+        params,
+        transport,
+    }) = s.flows.first().map(|f| &f.transport)
+    else {
+        return Err("the flow is not a reliable flow with a controller".into());
+    };
+    let config = ControllerConfig {
+        max_datagram_size: u64::from(transport.packet_size),
+        seed: s.seed,
+        ..ControllerConfig::default()
+    };
+    CcFactory::new(cc, params.clone(), config).map_err(|e| e.to_string())
+}
+
+/// A controller from `--cc` and `--param`, checked as a scenario's would be.
+pub fn controller(cc: &str, params: &[String]) -> Result<CcFactory, String> {
+    factory(&dumbbell(cc, params, "10Mbps,50ms,2bdp", "1MB")?)
+}
+
+/// `--duration` as a duration.
+pub fn duration(text: Option<&str>) -> Result<Option<Duration>, String> {
+    text.map(|t| parse_duration(t).map_err(|e| format!("--duration: {e}")))
+        .transpose()
+}
+
+/// Waits for SIGINT or SIGTERM, or for `limit` when given.
+pub async fn stopped(limit: Option<Duration>) -> Result<(), String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+    let limit = async {
+        match limit {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+        () = limit => {}
+    }
+    Ok(())
+}
+
+/// Prints an event: one JSON line with `json`, else `text` for a person.
+pub fn event(json: bool, value: serde_json::Value, text: &str) {
+    if json {
+        crate::emit(&format!("{value}\n"));
+    } else {
+        crate::emit(&format!("{text}\n"));
+    }
+}
+
+/// A controller's counters as JSON.
+pub fn counters_json(c: &CcCounters) -> serde_json::Value {
+    serde_json::json!({
+        "packets_sent": c.packets_sent,
+        "bytes_sent": c.bytes_sent,
+        "packets_acked": c.packets_acked,
+        "bytes_acked": c.bytes_acked,
+        "packets_lost": c.packets_lost,
+        "bytes_lost": c.bytes_lost,
+        "ack_events": c.ack_events,
+        "congestion_events": c.congestion_events,
+        "persistent_congestion_events": c.persistent_congestion_events,
+        "ecn_events": c.ecn_events,
+        "owd_samples": c.owd_samples,
+        "spurious_congestion_events": c.spurious_congestion_events,
+    })
+}

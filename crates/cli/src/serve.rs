@@ -1,0 +1,125 @@
+//! `kleinrock serve`: the QUIC server on its own, for clients that are not `kleinrock
+//! transfer` (another kleinrock's `send`, an aioquic or other interop client over
+//! `hq-interop`). It serves until SIGINT or SIGTERM (or `--duration`), then reports what its
+//! controller and socket saw; see crates/quic/src/endpoint.rs for the protocols.
+
+use crate::live;
+use kleinrock_lab::runner::write_file;
+use kleinrock_quic::endpoint::{self, ServeOptions, ServerHandle, ALPN, ALPN_HQ};
+use kleinrock_quic::stamps::ALPN_STAMPED;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Arguments of `kleinrock serve`.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Loopback address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:4433")]
+    addr: SocketAddr,
+    /// Controller of every connection, one of `kleinrock list`.
+    #[arg(long, default_value = "cubic")]
+    cc: String,
+    /// A controller parameter, `name=value` (repeatable).
+    #[arg(long, value_name = "NAME=VALUE")]
+    param: Vec<String>,
+    /// Write the server's self-signed certificate (for `localhost`, PEM) here for clients to
+    /// trust.
+    #[arg(long, value_name = "FILE")]
+    cert_out: Option<PathBuf>,
+    /// Do not offer datagram timestamps to kleinrock clients.
+    #[arg(long)]
+    no_timestamps: bool,
+    /// Stop after this long, e.g. `60s` (default: at SIGINT or SIGTERM).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Print events (listening, stopped) as JSON lines.
+    #[arg(long)]
+    json: bool,
+}
+
+fn protocols(timestamps: bool) -> Vec<String> {
+    let mut p = Vec::new();
+    if timestamps {
+        p.push(String::from_utf8_lossy(ALPN_STAMPED).into_owned());
+    }
+    p.push(String::from_utf8_lossy(ALPN).into_owned());
+    p.push(String::from_utf8_lossy(ALPN_HQ).into_owned());
+    p
+}
+
+/// The report at the end.
+fn stopped_event(
+    args: &ServeArgs,
+    server: &ServerHandle,
+    warnings: &[String],
+) -> serde_json::Value {
+    let stats = server.stats();
+    let counters = server
+        .probe()
+        .sample()
+        .map(|s| s.counters)
+        .unwrap_or_default();
+    serde_json::json!({
+        "event": "stopped",
+        "cc": args.cc,
+        "connections": stats.connections,
+        "stamped_connections": stats.stamped_connections,
+        "datagrams_in": stats.datagrams.datagrams_in,
+        "stray_datagrams": stats.datagrams.stray_datagrams,
+        "stamped_in": stats.datagrams.stamped_in,
+        "stamped_out": stats.datagrams.stamped_out,
+        "owd_samples": stats.datagrams.samples,
+        "counters": live::counters_json(&counters),
+        "warnings": warnings,
+    })
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    let factory = live::controller(&args.cc, &args.param)?;
+    let limit = live::duration(args.duration.as_deref())?;
+    let timestamps = !args.no_timestamps;
+    let server = endpoint::serve(ServeOptions {
+        addr: args.addr,
+        timestamps,
+        ..ServeOptions::new(factory.clone())
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    if let Some(path) = &args.cert_out {
+        write_file(path, |w| w.write_all(server.cert_pem().as_bytes()))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    let addr = server.local_addr();
+    live::event(
+        args.json,
+        serde_json::json!({
+            "event": "listening",
+            "addr": addr.to_string(),
+            "cert": args.cert_out.as_ref().map(|p| p.display().to_string()),
+            "alpn": protocols(timestamps),
+        }),
+        &format!(
+            "serving on {addr} with {} (ALPN {}); stop with Ctrl-C",
+            args.cc,
+            protocols(timestamps).join(", ")
+        ),
+    );
+    live::stopped(limit).await?;
+    let event = stopped_event(&args, &server, &factory.warnings());
+    server.shutdown().await.map_err(|e| e.to_string())?;
+    let text = format!(
+        "stopped: {} connections, {} stray datagrams dropped, {} packets sent, {} lost",
+        event["connections"],
+        event["stray_datagrams"],
+        event["counters"]["packets_sent"],
+        event["counters"]["packets_lost"]
+    );
+    live::event(args.json, event, &text);
+    Ok(())
+}
+
+/// Runs `kleinrock serve`.
+pub fn run(args: ServeArgs) -> Result<(), String> {
+    live::runtime()?.block_on(serve(args))
+}

@@ -1,0 +1,539 @@
+//! Datagram timestamps between two kleinrock endpoints: the one-way delay QUIC-DC needs
+//! (seed paper 000 §III, eq. (3)-(5)), which standard QUIC does not carry.
+//!
+//! This module owns the timestamp trailer, [`Stamps`] (what one endpoint knows of its peers'
+//! timestamps) and [`StampedSocket`], noq's `AsyncUdpSocket` around a UDP socket that adds and
+//! removes the trailer. docs/quic.md describes the exchange.
+//!
+//! **Trailer.** A stamped UDP datagram ends with 16 bytes after the QUIC packets, big-endian:
+//! the sender's send time in microseconds (`u32`, wrapping every 71 minutes), the echo (the send
+//! time the peer wrote on the newest datagram received from it, and the time it was received, both
+//! `u32` microseconds on their own clocks), and a 4-byte magic that says whether the echo is
+//! present. The receiver strips a trailer whose magic matches before QUIC sees the datagram. Each
+//! echo is sent once, on the next datagram to that peer, so with the client's ACKs every second
+//! packet each ACK carries the one-way delay of the newest data packet before it.
+//!
+//! **Negotiation.** A kleinrock client offers ALPN `kleinrock-ts` (before `kleinrock`); a server
+//! that selects it stamps from the moment it has read the client's hello (its handshake packets
+//! included), and the client from the end of its handshake. A receiver strips every trailer
+//! whose magic matches, whether or not it has agreed yet, so a kleinrock client takes the
+//! server's first stamped packets apart correctly. A peer that is not kleinrock never selects or
+//! offers `kleinrock-ts` and is never stamped; a datagram from it is only stripped if it ends in a
+//! magic by chance (2^-32 per datagram; QUIC then sees a damaged packet, a loss).
+//!
+//! **Samples.** The endpoint that receives an echo of its own send time `s`, with the peer's
+//! receive time `r`, gives [`OwdFeed`] the send time (rebuilt on its own clock) and the one-way
+//! delay `r - s` relative to the first such delay of that peer, plus 10 s so it stays positive:
+//! the clocks' offset is unknown and cancels in QUIC-DC's differences (eq. (4)).
+
+use crate::adapter::OwdFeed;
+use noq::udp::{RecvMeta, Transmit};
+use noq::{AsyncUdpSocket, Runtime, TokioRuntime, UdpSender};
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// Bytes a stamped datagram carries after its QUIC packets.
+pub const TRAILER_LEN: usize = 16;
+/// The ALPN protocol by which two kleinrock endpoints agree to stamp.
+pub const ALPN_STAMPED: &[u8] = b"kleinrock-ts";
+/// Magic of a trailer without an echo ("klt0").
+const MAGIC_PLAIN: u32 = 0x6b6c_7430;
+/// Magic of a trailer with an echo ("klt1").
+const MAGIC_ECHO: u32 = 0x6b6c_7431;
+/// Most peers tracked that never connected; datagrams from further ones are only counted.
+const MAX_UNCONNECTED_PEERS: usize = 4096;
+/// Added to every relative one-way delay so that it stays positive.
+const ONE_WAY_BASE: Duration = Duration::from_secs(10);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What one endpoint counted of datagrams and timestamps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StampStats {
+    /// Datagrams received.
+    pub datagrams_in: u64,
+    /// Of those, datagrams from addresses that never had a connection here (see
+    /// [`Stamps::mark_connected`]): strays, which QUIC dropped.
+    pub stray_datagrams: u64,
+    /// Datagrams received with a trailer.
+    pub stamped_in: u64,
+    /// Datagrams sent with a trailer.
+    pub stamped_out: u64,
+    /// One-way-delay samples given to the feed.
+    pub samples: u64,
+}
+
+/// One peer's timestamp state.
+#[derive(Clone, Copy, Debug, Default)]
+struct Peer {
+    /// Both ends agreed to stamp (ALPN `kleinrock-ts`): this end adds trailers to datagrams to
+    /// the peer.
+    negotiated: bool,
+    /// The newest (peer send time, local receive time) not yet echoed.
+    echo: Option<(u32, u32)>,
+    /// The peer's first measured one-way delay, the reference of later ones.
+    first_one_way: Option<u32>,
+    /// A connection with this peer was established.
+    connected: bool,
+    datagrams: u64,
+}
+
+#[derive(Debug, Default)]
+struct Peers {
+    map: HashMap<SocketAddr, Peer>,
+    /// Datagrams from peers beyond [`MAX_UNCONNECTED_PEERS`].
+    untracked: u64,
+    stats: StampStats,
+}
+
+impl Peers {
+    /// The state of `addr`, created unless too many unconnected peers are tracked already.
+    fn get(&mut self, addr: SocketAddr) -> Option<&mut Peer> {
+        let full = self.map.len() >= MAX_UNCONNECTED_PEERS;
+        if full && !self.map.contains_key(&addr) {
+            return None;
+        }
+        Some(self.map.entry(addr).or_default())
+    }
+}
+
+/// A trailer as read or to be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Trailer {
+    sent_us: u32,
+    echo: Option<(u32, u32)>,
+}
+
+impl Trailer {
+    fn encode(&self) -> [u8; TRAILER_LEN] {
+        let (echo_sent, echo_received) = self.echo.unwrap_or((0, 0));
+        let magic = if self.echo.is_some() {
+            MAGIC_ECHO
+        } else {
+            MAGIC_PLAIN
+        };
+        let mut out = [0u8; TRAILER_LEN];
+        for (i, word) in [self.sent_us, echo_sent, echo_received, magic]
+            .into_iter()
+            .enumerate()
+        {
+            out[4 * i..4 * i + 4].copy_from_slice(&word.to_be_bytes());
+        }
+        out
+    }
+
+    /// The trailer at the end of `datagram`, if its magic matches and a packet precedes it.
+    fn decode(datagram: &[u8]) -> Option<Trailer> {
+        let start = datagram.len().checked_sub(TRAILER_LEN).filter(|&s| s > 0)?;
+        let word = |i: usize| {
+            let at = start + 4 * i;
+            u32::from_be_bytes([
+                datagram[at],
+                datagram[at + 1],
+                datagram[at + 2],
+                datagram[at + 3],
+            ])
+        };
+        let echo = match word(3) {
+            MAGIC_PLAIN => None,
+            MAGIC_ECHO => Some((word(1), word(2))),
+            _ => return None,
+        };
+        Some(Trailer {
+            sent_us: word(0),
+            echo,
+        })
+    }
+}
+
+/// One endpoint's timestamp state: its peers, its counters and where samples go.
+#[derive(Debug)]
+pub struct Stamps {
+    epoch: Instant,
+    peers: Mutex<Peers>,
+    feed: Option<OwdFeed>,
+}
+
+impl Stamps {
+    /// State for one endpoint; one-way-delay samples go to `feed` (an endpoint that only
+    /// receives data needs none: it echoes).
+    pub fn new(feed: Option<OwdFeed>) -> Arc<Self> {
+        Arc::new(Stamps {
+            epoch: Instant::now(),
+            peers: Mutex::new(Peers::default()),
+            feed,
+        })
+    }
+
+    fn micros(&self, t: Instant) -> u32 {
+        // Wrapping on purpose: only differences of recent times are used.
+        t.saturating_duration_since(self.epoch).as_micros() as u32
+    }
+
+    /// Both ends agreed to stamp with `peer`: datagrams to it carry trailers from now on.
+    pub fn negotiated(&self, peer: SocketAddr) {
+        lock(&self.peers).map.entry(peer).or_default().negotiated = true;
+    }
+
+    /// A connection with `peer` was established: its datagrams are not strays.
+    pub fn mark_connected(&self, peer: SocketAddr) {
+        lock(&self.peers).map.entry(peer).or_default().connected = true;
+    }
+
+    /// Peers with a connection that agreed to timestamps.
+    pub fn stamped_peers(&self) -> u64 {
+        let peers = lock(&self.peers);
+        peers
+            .map
+            .values()
+            .filter(|p| p.connected && p.negotiated)
+            .count() as u64
+    }
+
+    /// Whether this end adds trailers to datagrams to `peer`.
+    pub fn stamping(&self, peer: SocketAddr) -> bool {
+        lock(&self.peers)
+            .map
+            .get(&peer)
+            .is_some_and(|p| p.negotiated)
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> StampStats {
+        let peers = lock(&self.peers);
+        let strays: u64 = peers
+            .map
+            .values()
+            .filter(|p| !p.connected)
+            .map(|p| p.datagrams)
+            .sum();
+        StampStats {
+            stray_datagrams: strays + peers.untracked,
+            ..peers.stats
+        }
+    }
+
+    /// The trailer for the next datagram to `peer`, if this end stamps to it.
+    fn trailer(&self, peer: SocketAddr, now: Instant) -> Option<Trailer> {
+        let peers = lock(&self.peers);
+        let p = peers.map.get(&peer).filter(|p| p.negotiated)?;
+        Some(Trailer {
+            sent_us: self.micros(now),
+            echo: p.echo,
+        })
+    }
+
+    /// `count` stamped datagrams carrying `trailer` went to `peer`: its echo is spent.
+    fn sent(&self, peer: SocketAddr, trailer: Trailer, count: u64) {
+        let mut peers = lock(&self.peers);
+        peers.stats.stamped_out += count;
+        if let Some(p) = peers.map.get_mut(&peer) {
+            if p.echo == trailer.echo {
+                p.echo = None;
+            }
+        }
+    }
+
+    /// Takes the trailer off a datagram from `from` received at `now`, notes its send time for
+    /// the echo and turns an echo into a sample; returns the length of what QUIC gets.
+    fn received(&self, from: SocketAddr, datagram: &[u8], now: Instant) -> usize {
+        let trailer = Trailer::decode(datagram);
+        let now_us = self.micros(now);
+        let mut peers = lock(&self.peers);
+        peers.stats.datagrams_in += 1;
+        let stamped = u64::from(trailer.is_some());
+        peers.stats.stamped_in += stamped;
+        let Some(p) = peers.get(from) else {
+            peers.untracked += 1;
+            return datagram.len() - TRAILER_LEN * stamped as usize;
+        };
+        p.datagrams += 1;
+        let Some(trailer) = trailer else {
+            return datagram.len();
+        };
+        p.echo = Some((trailer.sent_us, now_us));
+        if let Some((echo_sent, echo_received)) = trailer.echo {
+            let one_way = echo_received.wrapping_sub(echo_sent);
+            let first = *p.first_one_way.get_or_insert(one_way);
+            // Relative to the first delay, signed: the offset of the two clocks cancels.
+            let relative_us = i64::from(one_way.wrapping_sub(first) as i32);
+            let age = Duration::from_micros(u64::from(now_us.wrapping_sub(echo_sent)));
+            if let (Some(feed), Some(sent_at)) = (&self.feed, now.checked_sub(age)) {
+                let base = ONE_WAY_BASE.as_micros() as i64;
+                let one_way = Duration::from_micros((base + relative_us).max(0) as u64);
+                feed.push(sent_at, one_way);
+                peers.stats.samples += 1;
+            }
+        }
+        datagram.len() - TRAILER_LEN
+    }
+}
+
+/// noq's socket around a UDP socket, adding and removing timestamp trailers (see the module
+/// documentation). Receive offload (GRO) is turned off so that each received buffer is one
+/// datagram with its own trailer.
+pub struct StampedSocket {
+    inner: Box<dyn AsyncUdpSocket>,
+    stamps: Arc<Stamps>,
+}
+
+impl fmt::Debug for StampedSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StampedSocket").finish_non_exhaustive()
+    }
+}
+
+impl StampedSocket {
+    /// Wraps `socket` (non-blocking) for noq on the tokio runtime; call inside the runtime.
+    pub fn new(socket: std::net::UdpSocket, stamps: Arc<Stamps>) -> io::Result<Self> {
+        let fd = socket.as_raw_fd();
+        let inner = TokioRuntime.wrap_udp_socket(socket)?;
+        disable_receive_offload(fd)?;
+        Ok(StampedSocket { inner, stamps })
+    }
+}
+
+/// Turns UDP GRO off (noq's socket state turns it on where the kernel has it).
+fn disable_receive_offload(fd: std::os::fd::RawFd) -> io::Result<()> {
+    let off: libc::c_int = 0;
+    // SAFETY: `fd` is an open UDP socket owned by the wrapper; the option value is a c_int
+    // that lives across the call, with its size passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            (&off as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    let err = io::Error::last_os_error();
+    match rc {
+        0 => Ok(()),
+        // A kernel without UDP GRO never coalesces.
+        _ if err.raw_os_error() == Some(libc::ENOPROTOOPT) => Ok(()),
+        _ => Err(err),
+    }
+}
+
+impl AsyncUdpSocket for StampedSocket {
+    fn create_sender(&self) -> Pin<Box<dyn UdpSender>> {
+        Box::pin(StampedSender {
+            inner: self.inner.create_sender(),
+            stamps: self.stamps.clone(),
+            buf: Vec::new(),
+        })
+    }
+
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        let n = match self.inner.poll_recv(cx, bufs, meta) {
+            Poll::Ready(Ok(n)) => n,
+            other => return other,
+        };
+        let now = Instant::now();
+        for (buf, m) in bufs.iter().zip(meta.iter_mut()).take(n) {
+            if m.stride < m.len {
+                // A coalesced buffer (offload could not be turned off): left to QUIC whole.
+                continue;
+            }
+            m.len = self.stamps.received(m.addr, &buf[..m.len], now);
+            m.stride = m.len;
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    fn max_receive_segments(&self) -> NonZeroUsize {
+        NonZeroUsize::MIN
+    }
+
+    fn may_fragment(&self) -> bool {
+        self.inner.may_fragment()
+    }
+}
+
+/// The sender of a [`StampedSocket`]: copies each datagram of a transmit with its trailer.
+struct StampedSender {
+    inner: Pin<Box<dyn UdpSender>>,
+    stamps: Arc<Stamps>,
+    buf: Vec<u8>,
+}
+
+impl fmt::Debug for StampedSender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StampedSender").finish_non_exhaustive()
+    }
+}
+
+impl UdpSender for StampedSender {
+    fn poll_send(
+        self: Pin<&mut Self>,
+        transmit: &Transmit<'_>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let Some(trailer) = this.stamps.trailer(transmit.destination, Instant::now()) else {
+            return this.inner.as_mut().poll_send(transmit, cx);
+        };
+        let segment = transmit
+            .segment_size
+            .unwrap_or(transmit.contents.len())
+            .max(1);
+        let encoded = trailer.encode();
+        let plain = Trailer {
+            echo: None,
+            ..trailer
+        }
+        .encode();
+        this.buf.clear();
+        let mut count = 0u64;
+        for (i, datagram) in transmit.contents.chunks(segment).enumerate() {
+            this.buf.extend_from_slice(datagram);
+            // The echo rides on the first datagram only.
+            this.buf
+                .extend_from_slice(if i == 0 { &encoded } else { &plain });
+            count += 1;
+        }
+        let stamped = Transmit {
+            destination: transmit.destination,
+            ecn: transmit.ecn,
+            contents: &this.buf,
+            segment_size: transmit.segment_size.map(|s| s + TRAILER_LEN),
+            src_ip: transmit.src_ip,
+        };
+        let result = this.inner.as_mut().poll_send(&stamped, cx);
+        if matches!(result, Poll::Ready(Ok(()))) {
+            this.stamps.sent(transmit.destination, trailer, count);
+        }
+        result
+    }
+
+    fn max_transmit_segments(&self) -> NonZeroUsize {
+        self.inner.max_transmit_segments()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    #[test]
+    fn trailer_round_trips_with_and_without_echo() {
+        for t in [
+            Trailer {
+                sent_us: 7,
+                echo: None,
+            },
+            Trailer {
+                sent_us: u32::MAX,
+                echo: Some((1, 0xdead_beef)),
+            },
+        ] {
+            let mut datagram = vec![0x40u8; 30];
+            datagram.extend_from_slice(&t.encode());
+            assert_eq!(Trailer::decode(&datagram), Some(t));
+        }
+        // No magic, or nothing before the trailer: not a trailer.
+        assert_eq!(Trailer::decode(&[0u8; 40]), None);
+        let alone = Trailer {
+            sent_us: 1,
+            echo: None,
+        }
+        .encode();
+        assert_eq!(Trailer::decode(&alone), None);
+    }
+
+    /// A datagram of 20 QUIC bytes with `trailer`.
+    fn stamped(trailer: Trailer) -> Vec<u8> {
+        let mut d = vec![0x40u8; 20];
+        d.extend_from_slice(&trailer.encode());
+        d
+    }
+
+    #[test]
+    fn stamps_only_once_negotiated_and_echoes_once() {
+        let server = Stamps::new(None);
+        let client = addr(1000);
+        let t0 = server.epoch + Duration::from_millis(5);
+        let d = stamped(Trailer {
+            sent_us: 111,
+            echo: None,
+        });
+        // A trailer is stripped before the peers agreed, but nothing is stamped yet.
+        assert_eq!(server.received(client, &d, t0), 20);
+        assert!(!server.stamping(client));
+        server.negotiated(client);
+        assert!(server.stamping(client));
+        let t = server.trailer(client, t0).expect("stamping");
+        assert_eq!(t.echo, Some((111, 5000)));
+        server.sent(client, t, 1);
+        assert_eq!(server.trailer(client, t0).and_then(|t| t.echo), None);
+    }
+
+    #[test]
+    fn echoes_become_relative_one_way_delays_on_the_sender_clock() {
+        let feed = OwdFeed::default();
+        let sender = Stamps::new(Some(feed.clone()));
+        let peer = addr(2000);
+        sender.negotiated(peer);
+        let at = |ms: u64| sender.epoch + Duration::from_millis(ms);
+        // Sent at 10 ms, received at 1,000,000 us on the peer's clock; echoed at 60 ms.
+        let first = stamped(Trailer {
+            sent_us: 0,
+            echo: Some((10_000, 1_000_000)),
+        });
+        sender.received(peer, &first, at(60));
+        let (sent, one_way) = feed.take().expect("a sample");
+        assert_eq!(sent, at(10));
+        assert_eq!(one_way, ONE_WAY_BASE);
+        // 7 ms more queuing for a packet sent at 20 ms.
+        let second = stamped(Trailer {
+            sent_us: 0,
+            echo: Some((20_000, 1_017_000)),
+        });
+        sender.received(peer, &second, at(70));
+        let (sent, one_way) = feed.take().expect("a sample");
+        assert_eq!(sent, at(20));
+        assert_eq!(one_way, ONE_WAY_BASE + Duration::from_millis(7));
+        assert_eq!(sender.stats().samples, 2);
+    }
+
+    #[test]
+    fn datagrams_from_peers_without_a_connection_are_strays() {
+        let s = Stamps::new(None);
+        s.mark_connected(addr(1));
+        let quic = [0x40u8; 50];
+        for _ in 0..3 {
+            s.received(addr(1), &quic, s.epoch);
+        }
+        for port in 2..7 {
+            s.received(addr(port), &quic, s.epoch);
+        }
+        let stats = s.stats();
+        assert_eq!(stats.datagrams_in, 8);
+        assert_eq!(stats.stray_datagrams, 5);
+        assert_eq!(stats.stamped_in, 0);
+    }
+}
