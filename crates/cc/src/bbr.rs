@@ -1341,6 +1341,7 @@ mod tests {
                 prior_in_flight,
                 in_flight: self.in_flight,
                 app_limited: rate.map_or(acked.snapshot.is_app_limited, |r| r.is_app_limited),
+                ack_delay: None,
                 one_way_delay: None,
             };
             let marked = rate.map(|r| self.cc.with_probe_rtt_mark(&r).is_app_limited);
@@ -1711,6 +1712,7 @@ mod tests {
             prior_in_flight: in_flight + MSS,
             in_flight,
             app_limited: false,
+            ack_delay: None,
             one_way_delay: None,
         }
     }

@@ -1972,6 +1972,7 @@ mod tests {
                     prior_in_flight,
                     in_flight: self.in_flight,
                     app_limited: rate.is_some_and(|r| r.is_app_limited),
+                    ack_delay: None,
                     one_way_delay: None,
                 },
             );
@@ -2180,6 +2181,7 @@ mod tests {
             prior_in_flight: 60_000,
             in_flight: 58_500,
             app_limited: false,
+            ack_delay: None,
             one_way_delay: None,
         }
     }

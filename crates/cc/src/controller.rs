@@ -90,6 +90,9 @@ pub struct AckEvent {
     /// RTT sample taken from this ACK, if the largest acknowledged packet was newly acked
     /// (RFC 9002 §5.1; includes the peer's ACK delay).
     pub rtt_sample: Option<Duration>,
+    /// The ACK delay the receiver reported for the largest acknowledged packet (RFC 9000
+    /// §19.3), when the transport knows it: the part of `rtt_sample` the receiver held the ACK.
+    pub ack_delay: Option<Duration>,
     /// Minimum RTT seen so far (RFC 9002 §5.2).
     pub min_rtt: Option<Duration>,
     /// Smoothed RTT (RFC 9002 §5.3).

@@ -355,6 +355,7 @@ mod tests {
             prior_in_flight: 0,
             in_flight: 0,
             app_limited: false,
+            ack_delay: None,
             one_way_delay: None,
         }
     }

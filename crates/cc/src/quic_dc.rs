@@ -269,14 +269,17 @@ impl QuicDc {
         self.last_reset.is_none_or(|reset| sent_time > reset)
     }
 
-    /// RTT - RTT_min of the ACK's sample. Only packets sent after the last reset count: an
+    /// RTT - ACK delay - RTT_min of the ACK's sample, at least zero: the time the receiver
+    /// held the ACK (when the transport reports it) is not queuing (as RFC 9002 §5.3 leaves it
+    /// out of smoothed_rtt; docs/quic_dc.md). Only packets sent after the last reset count: an
     /// absolute RTT excess has no running sum to set to zero, so this is its reset.
     fn take_rtt_sample(&mut self, ack: &AckEvent) {
         let (Some(rtt), Some(min)) = (ack.rtt_sample, self.core.rtt_min()) else {
             return;
         };
         if self.sent_after_reset(ack.largest_acked_sent_time) {
-            self.rtt_queuing_delay = rtt.saturating_sub(min);
+            let held = ack.ack_delay.unwrap_or(Duration::ZERO);
+            self.rtt_queuing_delay = rtt.saturating_sub(held).saturating_sub(min);
         }
     }
 

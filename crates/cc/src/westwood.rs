@@ -445,6 +445,7 @@ pub(crate) mod testing {
             prior_in_flight: 0,
             in_flight: 0,
             app_limited: false,
+            ack_delay: None,
             one_way_delay: None,
         }
     }

@@ -141,6 +141,7 @@ pub fn counters_json(c: &CcCounters) -> serde_json::Value {
         "persistent_congestion_events": c.persistent_congestion_events,
         "ecn_events": c.ecn_events,
         "owd_samples": c.owd_samples,
+        "loss_events": c.loss_events,
         "spurious_congestion_events": c.spurious_congestion_events,
     })
 }

@@ -80,7 +80,8 @@ enum Command {
     Send(send::SendArgs),
     /// Run the bottleneck emulator alone between a client and a server on loopback.
     Emulate(emulate::EmulateArgs),
-    /// Measure simulated bottleneck packets per wall second on the reference workloads.
+    /// Measure the simulator (bottleneck packets per wall second) or, with --emulator, the
+    /// real-time emulator (forwarding capacity, highest valid link rate).
     Bench(bench::BenchArgs),
 }
 

@@ -189,7 +189,7 @@ fn real_summary(
         rtt_p99_ms,
         owqd_mean_ms: None,
         owqd_p95_ms: None,
-        loss_events: counters.congestion_events,
+        loss_events: counters.loss_events,
         loss_event_distance_s: None,
         completion_s: Some(secs),
         delivered_bytes: report.bytes,

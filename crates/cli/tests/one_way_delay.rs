@@ -89,11 +89,17 @@ fn quic_dc_uses_one_way_delay_and_keeps_the_simulated_rtt_at_4_bdp() {
     let samples = column(&header, &rows, "owd_samples");
     let signal = column(&header, &rows, "owd_signal");
     let owqd = column(&header, &rows, "owqd_ms");
-    let acks = summary["real"]["flows"][0]["delivered_bytes"].as_f64().unwrap_or(0.0) / 1500.0;
+    let acks = summary["real"]["flows"][0]["delivered_bytes"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / 1500.0;
     // One sample per ACK that follows a stamped datagram: with an ACK every second packet,
     // about one per two packets delivered.
     let last = samples.last().copied().unwrap_or(0.0);
-    assert!(last > acks / 4.0, "{last} one-way-delay samples for ~{acks} packets");
+    assert!(
+        last > acks / 4.0,
+        "{last} one-way-delay samples for ~{acks} packets"
+    );
     let using = signal.iter().filter(|&&s| s == 1.0).count();
     assert!(
         using as f64 >= 0.95 * signal.len() as f64,

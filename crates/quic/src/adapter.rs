@@ -183,7 +183,8 @@ impl CcFactory {
             .expect("the controller spec was validated by CcFactory::new");
         let state = Arc::new(Mutex::new(State::new(
             cc,
-            self.clock.now(),
+            self.owd.clone(),
+            self.clock,
             self.spec.config.max_datagram_size,
         )));
         self.probe.follow(state.clone());
@@ -204,28 +205,38 @@ impl NoqControllerFactory for CcFactory {
     }
 }
 
-/// The one-way-delay hook: the newest one-way-delay report of the receive-timestamp layer
-/// ([`crate::stamps`]): when a datagram was sent (sender clock) and how long it took to arrive,
-/// up to a constant (the two clocks need not agree; only differences between samples are used,
-/// QUIC-DC eq. (4)). The adapter takes the newest report when it builds an [`AckEvent`] and
-/// gives it as the event's [`OneWayDelaySample`], numbered with the newest acked packet; an ACK
-/// with no report since the previous one has `one_way_delay: None`.
+/// What the peer's echo of one of our datagrams tells (see [`crate::stamps`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EchoReport {
+    /// When the datagram was sent (sender clock).
+    pub sent: std::time::Instant,
+    /// Its one-way delay plus an unknown constant (the two clocks need not agree; only
+    /// differences between reports are used, QUIC-DC eq. (4)).
+    pub one_way: Duration,
+    /// How long the receiver held it before it sent the datagram carrying the echo: the ACK
+    /// delay of an ACK sent in that datagram (RFC 9000 §19.3).
+    pub hold: Duration,
+}
+
+/// The one-way-delay hook: the newest [`EchoReport`] of the receive-timestamp layer
+/// ([`crate::stamps`]). The adapter takes it when an ACK batch ends and gives it with that
+/// batch's [`AckEvent`]: a [`OneWayDelaySample`] numbered with the newest acked packet, and the
+/// hold time as `ack_delay`; an ACK with no report since the previous one has neither.
 ///
 /// One connection at a time: a factory's controllers share its feed.
 #[derive(Clone, Debug, Default)]
 pub struct OwdFeed {
-    latest: Arc<Mutex<Option<(std::time::Instant, Duration)>>>,
+    latest: Arc<Mutex<Option<EchoReport>>>,
 }
 
 impl OwdFeed {
-    /// Reports that a datagram sent at `sent` took `one_way` (plus an unknown constant) to
-    /// reach the receiver; replaces an earlier report not yet taken.
-    pub fn push(&self, sent: std::time::Instant, one_way: Duration) {
-        *lock(&self.latest) = Some((sent, one_way));
+    /// Reports an echo; replaces an earlier report not yet taken.
+    pub fn push(&self, report: EchoReport) {
+        *lock(&self.latest) = Some(report);
     }
 
     /// Takes the newest report, leaving none.
-    pub(crate) fn take(&self) -> Option<(std::time::Instant, Duration)> {
+    pub(crate) fn take(&self) -> Option<EchoReport> {
         lock(&self.latest).take()
     }
 }
@@ -255,6 +266,9 @@ pub struct CcCounters {
     pub ecn_events: u64,
     /// [`AckEvent`]s that carried a one-way-delay sample.
     pub owd_samples: u64,
+    /// Loss events as the simulator's metrics count them: loss reports whose newest lost packet
+    /// was sent after the previous counted event (one per RFC 9002 recovery period).
+    pub loss_events: u64,
     /// Congestion events noq later found spurious (all their packets were acked after all).
     pub spurious_congestion_events: u64,
 }
@@ -377,6 +391,15 @@ struct AckBatch {
 struct PendingAck {
     batch: AckBatch,
     rtt_sample: Option<Duration>,
+    echo: Option<Echo>,
+}
+
+/// An [`EchoReport`] on the controller's clock.
+#[derive(Clone, Copy, Debug)]
+struct Echo {
+    sent_time: Instant,
+    receive_time: Instant,
+    hold: Duration,
 }
 
 /// The run of `on_packet_lost` calls before an `on_congestion_event`.
@@ -403,8 +426,11 @@ struct State {
     losses: Option<LossBatch>,
     idle: bool,
     last_prune: Instant,
-    /// The newest one-way-delay report not yet given: (send time, receive time).
-    owd_pending: Option<(Instant, Instant)>,
+    /// When the last counted loss event began.
+    last_loss_event: Option<Instant>,
+    /// Where echo reports arrive, and the clock that maps their times.
+    feed: OwdFeed,
+    clock: Clock,
     last_rate: Option<RateSample>,
     counters: CcCounters,
     rtt_hist: Histogram,
@@ -413,7 +439,8 @@ struct State {
 }
 
 impl State {
-    fn new(cc: Box<dyn Controller>, now: Instant, mss: u64) -> Self {
+    fn new(cc: Box<dyn Controller>, feed: OwdFeed, clock: Clock, mss: u64) -> Self {
+        let now = clock.now();
         State {
             mss: mss.max(1),
             cc,
@@ -427,7 +454,9 @@ impl State {
             losses: None,
             idle: false,
             last_prune: now,
-            owd_pending: None,
+            last_loss_event: None,
+            feed,
+            clock,
             last_rate: None,
             counters: CcCounters::default(),
             rtt_hist: Histogram::new(),
@@ -547,15 +576,23 @@ impl State {
             return;
         };
         self.settle_pending();
+        // The datagram that carried this ACK carried its echo, taken apart before noq read it.
+        let echo = self.take_echo();
         let (largest_pn, largest_sent) = batch.largest;
         let rtt_sample = (largest_acked == Some(largest_pn)).then(|| {
-            // RFC 9002 §5.1: latest_rtt = ack time - send time of the largest acked packet.
+            // RFC 9002 §5.1: latest_rtt = ack time - send time of the largest acked packet;
+            // §5.3: the receiver's ACK delay, when an echo tells it, is left out of smoothed_rtt.
             let sample = batch.now - largest_sent;
-            self.rtt.on_sample(sample, Duration::ZERO);
+            self.rtt
+                .on_sample(sample, echo.map_or(Duration::ZERO, |e| e.hold));
             self.rtt_hist.record(duration_nanos(sample));
             sample
         });
-        self.pending = Some(PendingAck { batch, rtt_sample });
+        self.pending = Some(PendingAck {
+            batch,
+            rtt_sample,
+            echo,
+        });
     }
 
     fn on_packet_lost(&mut self, now: Instant, bytes: u64, pn: u64) {
@@ -597,6 +634,14 @@ impl State {
         if persistent {
             // RFC 9002 §5.2: min_rtt restarts from the latest sample.
             self.rtt.on_persistent_congestion();
+        }
+        if !ecn
+            && self
+                .last_loss_event
+                .is_none_or(|start| largest_sent > start)
+        {
+            self.counters.loss_events += 1;
+            self.last_loss_event = Some(now);
         }
         let mss = self.mss;
         let event = CongestionEvent {
@@ -640,7 +685,12 @@ impl State {
 
     /// Builds and delivers the pending [`AckEvent`].
     fn settle_pending(&mut self) {
-        let Some(PendingAck { batch, rtt_sample }) = self.pending.take() else {
+        let Some(PendingAck {
+            batch,
+            rtt_sample,
+            echo,
+        }) = self.pending.take()
+        else {
             return;
         };
         let now = batch.now;
@@ -648,7 +698,14 @@ impl State {
         if rate.is_some() {
             self.last_rate = rate;
         }
-        let one_way_delay = rtt_sample.and_then(|_| self.one_way_delay(batch.largest));
+        let one_way_delay = echo.map(|e| OneWayDelaySample {
+            // The newest acked packet's number: the samples' numbers grow, as QUIC-DC's
+            // estimator requires.
+            packet_number: batch.largest.0,
+            sent_time: e.sent_time,
+            receive_time: e.receive_time,
+        });
+        self.counters.owd_samples += u64::from(one_way_delay.is_some());
         let app_limited = match (rate, batch.newest_snapshot) {
             (Some(r), _) => r.is_app_limited,
             (None, Some((_, snapshot))) => snapshot.is_app_limited,
@@ -659,6 +716,7 @@ impl State {
             acked_packets: batch.packets,
             largest_acked_sent_time: batch.newest_sent,
             rtt_sample,
+            ack_delay: rtt_sample.and(echo.map(|e| e.hold)),
             min_rtt: self.rtt.min(),
             smoothed_rtt: self.rtt.smoothed(),
             rate,
@@ -678,15 +736,14 @@ impl State {
         self.prune(now);
     }
 
-    /// The newest one-way-delay report from the [`OwdFeed`], numbered with the newest acked
-    /// packet `pn` (so the samples' numbers grow, as the estimator requires).
-    fn one_way_delay(&mut self, (pn, _): (u64, Instant)) -> Option<OneWayDelaySample> {
-        let (sent_time, receive_time) = self.owd_pending.take()?;
-        self.counters.owd_samples += 1;
-        Some(OneWayDelaySample {
-            packet_number: pn,
+    /// The newest echo report from the [`OwdFeed`], on the controller's clock.
+    fn take_echo(&self) -> Option<Echo> {
+        let report = self.feed.take()?;
+        let sent_time = self.clock.instant(report.sent);
+        Some(Echo {
             sent_time,
-            receive_time,
+            receive_time: sent_time + report.one_way,
+            hold: report.hold,
         })
     }
 
@@ -735,12 +792,7 @@ impl Adapter {
         app_limited: bool,
     ) {
         let (now, sent) = (self.time(now), self.time(sent));
-        let mut s = self.lock();
-        if let Some((sent_at, one_way)) = self.factory.owd.take() {
-            let sent_at = self.time(sent_at);
-            s.owd_pending = Some((sent_at, sent_at + one_way));
-        }
-        s.on_ack(now, sent, bytes, pn, app_limited);
+        self.lock().on_ack(now, sent, bytes, pn, app_limited);
     }
 }
 
@@ -1202,6 +1254,29 @@ mod tests {
     }
 
     #[test]
+    fn loss_events_count_one_per_recovery_period_as_the_simulator_does() {
+        let mut rig = Rig::new(None);
+        for pn in 0..6 {
+            rig.send(pn as f64, pn);
+        }
+        let lose = |rig: &mut Rig, at: f64, pn: u64, sent: f64| {
+            let now = rig.at(at);
+            rig.adapter.on_packet_lost(MSS as u16, pn, now);
+            rig.adapter
+                .on_congestion_event(now, rig.at(sent), false, false, MSS, pn);
+        };
+        // The first loss starts an event at 60 ms; a packet sent before it adds none; one
+        // sent after it starts the next.
+        lose(&mut rig, 60.0, 0, 0.0);
+        lose(&mut rig, 70.0, 1, 1.0);
+        rig.send(65.0, 6);
+        lose(&mut rig, 130.0, 6, 65.0);
+        let counters = rig.factory.probe().sample().expect("built").counters;
+        assert_eq!(counters.congestion_events, 3);
+        assert_eq!(counters.loss_events, 2);
+    }
+
+    #[test]
     fn pacing_rate_and_window_pass_through() {
         let rig = Rig::new(Some(Rate::from_bytes_per_sec(1_234_567.4)));
         let m = rig.adapter.metrics();
@@ -1260,8 +1335,13 @@ mod tests {
             rig.send(pn as f64, pn);
         }
         let feed = rig.factory.owd_feed();
-        feed.push(rig.at(1.0), Duration::from_millis(20));
-        feed.push(rig.at(2.0), Duration::from_millis(25));
+        let report = |sent_ms: f64, one_way_ms: u64| EchoReport {
+            sent: rig.at(sent_ms),
+            one_way: Duration::from_millis(one_way_ms),
+            hold: Duration::from_millis(3),
+        };
+        feed.push(report(1.0, 20));
+        feed.push(report(2.0, 25));
         rig.ack(50.0, &[(0, 0.0), (1, 1.0), (2, 2.0)], 0, 2);
         rig.adapter.window();
         // No report since: the next ACK has no sample.
@@ -1272,7 +1352,10 @@ mod tests {
         assert_eq!(owd.packet_number, 2);
         assert_eq!(owd.sent_time, ms(2.0));
         assert_eq!(owd.receive_time, ms(27.0));
+        // The hold time is the ACK delay of the ACK that carried the echo.
+        assert_eq!(acks[0].ack_delay, Some(Duration::from_millis(3)));
         assert_eq!(acks[1].one_way_delay, None);
+        assert_eq!(acks[1].ack_delay, None);
         assert_eq!(
             rig.factory
                 .probe()

@@ -26,7 +26,7 @@
 //! delay `r - s` relative to the first such delay of that peer, plus 10 s so it stays positive:
 //! the clocks' offset is unknown and cancels in QUIC-DC's differences (eq. (4)).
 
-use crate::adapter::OwdFeed;
+use crate::adapter::{EchoReport, OwdFeed};
 use noq::udp::{RecvMeta, Transmit};
 use noq::{AsyncUdpSocket, Runtime, TokioRuntime, UdpSender};
 use std::collections::HashMap;
@@ -268,10 +268,16 @@ impl Stamps {
             // Relative to the first delay, signed: the offset of the two clocks cancels.
             let relative_us = i64::from(one_way.wrapping_sub(first) as i32);
             let age = Duration::from_micros(u64::from(now_us.wrapping_sub(echo_sent)));
-            if let (Some(feed), Some(sent_at)) = (&self.feed, now.checked_sub(age)) {
+            // The peer held our datagram from its receipt until it sent this one (its clock).
+            let hold =
+                Duration::from_micros(u64::from(trailer.sent_us.wrapping_sub(echo_received)));
+            if let (Some(feed), Some(sent)) = (&self.feed, now.checked_sub(age)) {
                 let base = ONE_WAY_BASE.as_micros() as i64;
-                let one_way = Duration::from_micros((base + relative_us).max(0) as u64);
-                feed.push(sent_at, one_way);
+                feed.push(EchoReport {
+                    sent,
+                    one_way: Duration::from_micros((base + relative_us).max(0) as u64),
+                    hold: hold.min(age),
+                });
                 peers.stats.samples += 1;
             }
         }
@@ -499,24 +505,27 @@ mod tests {
         let peer = addr(2000);
         sender.negotiated(peer);
         let at = |ms: u64| sender.epoch + Duration::from_millis(ms);
-        // Sent at 10 ms, received at 1,000,000 us on the peer's clock; echoed at 60 ms.
+        // Sent at 10 ms, received at 1,000,000 us on the peer's clock, echoed 2 ms later;
+        // the echo arrives at 60 ms.
         let first = stamped(Trailer {
-            sent_us: 0,
+            sent_us: 1_002_000,
             echo: Some((10_000, 1_000_000)),
         });
         sender.received(peer, &first, at(60));
-        let (sent, one_way) = feed.take().expect("a sample");
-        assert_eq!(sent, at(10));
-        assert_eq!(one_way, ONE_WAY_BASE);
-        // 7 ms more queuing for a packet sent at 20 ms.
+        let r = feed.take().expect("a sample");
+        assert_eq!(r.sent, at(10));
+        assert_eq!(r.one_way, ONE_WAY_BASE);
+        assert_eq!(r.hold, Duration::from_millis(2));
+        // 7 ms more queuing for a packet sent at 20 ms, echoed at once.
         let second = stamped(Trailer {
-            sent_us: 0,
+            sent_us: 1_017_000,
             echo: Some((20_000, 1_017_000)),
         });
         sender.received(peer, &second, at(70));
-        let (sent, one_way) = feed.take().expect("a sample");
-        assert_eq!(sent, at(20));
-        assert_eq!(one_way, ONE_WAY_BASE + Duration::from_millis(7));
+        let r = feed.take().expect("a sample");
+        assert_eq!(r.sent, at(20));
+        assert_eq!(r.one_way, ONE_WAY_BASE + Duration::from_millis(7));
+        assert_eq!(r.hold, Duration::ZERO);
         assert_eq!(sender.stats().samples, 2);
     }
 

@@ -4,7 +4,7 @@
 
 use kleinrock_cc::Rate;
 use kleinrock_quic::emulator::{self, wire_bytes, EmulatorConfig, EmulatorError, EmulatorStats};
-use kleinrock_sim::{BufferLimit, LinkConfig, LossConfig, QdiscConfig};
+use kleinrock_sim::{BufferLimit, LinkConfig, QdiscConfig};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,17 +24,8 @@ fn recv_stamped(socket: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr
 }
 
 fn link(name: &str, mbps: f64, delay: Duration, buffer: u64) -> LinkConfig {
-    LinkConfig {
-        name: name.into(),
-        rate: Rate::from_bits_per_sec(mbps * 1e6),
-        schedule: vec![],
-        delay,
-        jitter: Duration::ZERO,
-        loss: LossConfig::None,
-        policer: None,
-        qdisc: QdiscConfig::Fifo,
-        buffer: BufferLimit::Packets(buffer),
-    }
+    let rate = Rate::from_bits_per_sec(mbps * 1e6);
+    LinkConfig::drop_tail(name, rate, delay, BufferLimit::Packets(buffer))
 }
 
 fn udp() -> UdpSocket {

@@ -29,6 +29,29 @@ pub struct LinkConfig {
     pub buffer: BufferLimit,
 }
 
+impl LinkConfig {
+    /// A plain drop-tail link: a FIFO queue of `buffer` at a constant `rate`, then `delay` of
+    /// propagation; no rate schedule, jitter, random loss or policer.
+    pub fn drop_tail(
+        name: impl Into<String>,
+        rate: Rate,
+        delay: Duration,
+        buffer: BufferLimit,
+    ) -> LinkConfig {
+        LinkConfig {
+            name: name.into(),
+            rate,
+            schedule: Vec::new(),
+            delay,
+            jitter: Duration::ZERO,
+            loss: LossConfig::None,
+            policer: None,
+            qdisc: QdiscConfig::Fifo,
+            buffer,
+        }
+    }
+}
+
 /// A token-bucket policer: tokens (bytes) accrue at `rate` up to `burst`; a packet passes if
 /// the bucket holds its size, which it then spends, and is dropped otherwise. The bucket starts
 /// full.

@@ -244,6 +244,7 @@ impl Sender {
             acked_packets: acked,
             largest_acked_sent_time: Instant::from_nanos(newest.sent_ns),
             rtt_sample: largest_newly_acked.then(|| self.rtt.latest()).flatten(),
+            ack_delay: largest_newly_acked.then(|| self.reported_ack_delay(frame)),
             min_rtt: self.rtt.min(),
             smoothed_rtt: self.rtt.smoothed(),
             rate: rate_sample,
@@ -298,11 +299,14 @@ impl Sender {
         });
     }
 
+    /// RFC 9002 §5.3: the peer's ACK delay, limited to max_ack_delay.
+    fn reported_ack_delay(&self, frame: &AckFrame) -> Duration {
+        Duration::from_nanos(frame.ack_delay_ns).min(self.cfg.max_ack_delay)
+    }
+
     fn take_rtt_sample(&mut self, now: u64, largest: u64, frame: &AckFrame) {
         let latest = Duration::from_nanos(now - self.record(largest).sent_ns);
-        // RFC 9002 §5.3: the peer's ACK delay, limited to max_ack_delay.
-        let ack_delay = Duration::from_nanos(frame.ack_delay_ns).min(self.cfg.max_ack_delay);
-        self.rtt.on_sample(latest, ack_delay);
+        self.rtt.on_sample(latest, self.reported_ack_delay(frame));
         self.first_rtt_sample_ns.get_or_insert(now);
         let ns = duration_nanos(latest);
         self.stats.max_rtt_ns = self.stats.max_rtt_ns.max(ns);
