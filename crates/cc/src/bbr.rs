@@ -143,6 +143,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
               (BBR paper, draft-cardwell-iccrg-bbr-congestion-control-00, tcp_bbr.c)",
     params: PARAMS,
     one_way_delay: false,
+    runtime_params: &[],
     build,
 };
 

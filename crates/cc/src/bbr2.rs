@@ -197,6 +197,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     summary: "BBR v2 (google/bbr v2alpha tcp_bbr2.c, draft-cardwell-iccrg-bbr-02) in bytes",
     params: PARAMS,
     one_way_delay: false,
+    runtime_params: &[],
     build,
 };
 

@@ -4,6 +4,7 @@
 //! Units: windows and byte counts are bytes of packets as sent (headers included, as QUIC
 //! counts bytes in flight); times are [`Instant`]s and [`Duration`]s; rates are [`Rate`]s.
 
+use crate::params::ParamValue;
 use crate::units::{Instant, Rate};
 use std::time::Duration;
 
@@ -169,6 +170,11 @@ pub trait Controller: Send {
 
     /// The connection went idle: nothing in flight and nothing to send.
     fn on_idle(&mut self, _now: Instant) {}
+
+    /// A parameter changes during the run (a scenario event at `now`, as a socket option
+    /// would). Only parameters the controller lists in `ControllerInfo::runtime_params` are
+    /// given, with values already checked against its parameter specification.
+    fn set_param(&mut self, _now: Instant, _name: &str, _value: &ParamValue) {}
 
     /// Congestion window in bytes. Rate-based controllers may return a large value.
     fn cwnd(&self) -> u64;

@@ -90,6 +90,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     summary: "CUBIC in bytes with QUIC recovery and optional HyStart++ (RFC 9438, RFC 9406)",
     params: PARAMS,
     one_way_delay: false,
+    runtime_params: &[],
     build,
 };
 

@@ -44,6 +44,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     summary: "NewReno in bytes with QUIC recovery periods (RFC 9002 §7, RFC 5681, RFC 6582)",
     params: PARAMS,
     one_way_delay: false,
+    runtime_params: &[],
     build,
 };
 

@@ -71,6 +71,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     summary: "QUIC-DC: Westwood+ with one-way queuing-delay congestion events (seed 000, §3)",
     params: PARAMS,
     one_way_delay: true,
+    runtime_params: &[],
     build: build_quic_dc,
 };
 
@@ -80,6 +81,7 @@ pub const RTT_DC_INFO: ControllerInfo = ControllerInfo {
     summary: "QUIC-DC with RTT - RTT_min as the queuing-delay signal (seed 000, §3 contrast)",
     params: PARAMS,
     one_way_delay: false,
+    runtime_params: &[],
     build: build_rtt_dc,
 };
 

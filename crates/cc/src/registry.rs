@@ -20,6 +20,9 @@ pub struct ControllerInfo {
     /// It takes its congestion signal from one-way delay when the receiver reports receive
     /// timestamps ([`crate::AckEvent::one_way_delay`]), and falls back without them.
     pub one_way_delay: bool,
+    /// Parameters a scenario may change during a run (a flow's `events`, as a socket option
+    /// would), given to [`crate::Controller::set_param`].
+    pub runtime_params: &'static [&'static str],
     /// Constructor.
     pub build: BuildFn,
 }

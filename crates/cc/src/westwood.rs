@@ -48,6 +48,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     summary: "Westwood+ in bytes with QUIC recovery periods (Linux tcp_westwood.c)",
     params: PARAMS,
     one_way_delay: false,
+    runtime_params: &[],
     build,
 };
 
