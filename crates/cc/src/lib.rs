@@ -20,6 +20,7 @@ pub mod params;
 pub mod quic_dc;
 pub mod registry;
 pub mod rtt;
+pub mod siad;
 pub mod units;
 pub mod westwood;
 

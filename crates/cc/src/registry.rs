@@ -3,7 +3,7 @@
 
 use crate::controller::{Controller, ControllerConfig};
 use crate::params::{ParamError, ParamReader, ParamSpec, Params};
-use crate::{bbr, bbr2, cubic, newreno, quic_dc, westwood};
+use crate::{bbr, bbr2, cubic, newreno, quic_dc, siad, westwood};
 use std::fmt;
 
 /// Builds a controller from its checked parameters.
@@ -66,6 +66,7 @@ pub fn controllers() -> &'static [ControllerInfo] {
         westwood::INFO,
         quic_dc::INFO,
         quic_dc::RTT_DC_INFO,
+        siad::INFO,
     ];
     ALL
 }
