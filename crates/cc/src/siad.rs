@@ -24,6 +24,8 @@ use std::time::Duration;
 
 /// Default number of RTTs per congestion epoch (`NUM_RTT` of tcp_siad.c).
 pub const DEFAULT_NUM_RTT: u64 = 20;
+/// Default resolution of RTT samples: the module's jiffies at HZ = 1000.
+const DEFAULT_RTT_GRANULARITY: Duration = Duration::from_millis(1);
 /// Fewest RTTs per epoch the module accepts (`MIN_RTT`).
 const MIN_NUM_RTT: f64 = 2.0;
 /// Most RTTs per epoch accepted here.
@@ -42,6 +44,13 @@ pub const PARAMS: &[ParamSpec] = &[
         doc: "RTTs per congestion epoch, the feedback rate (Num_RTT, eq. (3)), a whole number \
               from 2; a flow event may change it during the run, like the TCP_SIAD_NUM_RTT \
               socket option",
+    },
+    ParamSpec {
+        name: "rtt_granularity",
+        kind: ParamKind::Duration,
+        default: "1ms",
+        doc: "RTT samples are rounded down to a multiple of this, as the module's jiffies \
+              (1 ms at HZ = 1000); 0ms keeps nanoseconds",
     },
     ParamSpec {
         name: "num_ms",
@@ -69,7 +78,15 @@ fn build(
 ) -> Result<Box<dyn Controller>, ParamError> {
     let num_rtt = read_num_rtt(reader, DEFAULT_NUM_RTT as f64)?;
     let num_ms = reader.duration("num_ms", None).unwrap_or(Duration::ZERO);
-    Ok(Box::new(Siad::new(config, num_rtt, num_ms)))
+    let granularity = reader.duration_in(
+        "rtt_granularity",
+        DEFAULT_RTT_GRANULARITY,
+        Duration::ZERO,
+        Duration::from_millis(100),
+    )?;
+    let mut siad = Siad::new(config, num_rtt, num_ms);
+    siad.rtt_granularity = granularity;
+    Ok(Box::new(siad))
 }
 
 /// Reads `num_rtt`: a whole number from [`MIN_NUM_RTT`].
@@ -194,6 +211,8 @@ pub struct Siad {
     /// A Num_RTT set during the run (`set_param`), which then wins.
     set_num_rtt: Option<u64>,
     num_ms: Duration,
+    /// Resolution of RTT samples (zero: none).
+    rtt_granularity: Duration,
     /// Acked packets not yet turned into window growth.
     ack_count: u64,
     /// Additional decreases in this epoch (cnt_dec).
@@ -223,6 +242,7 @@ impl Siad {
             default_num_rtt: num_rtt,
             set_num_rtt: None,
             num_ms,
+            rtt_granularity: Duration::ZERO,
             ack_count: 0,
             decreases: 0,
             decreases_total: 0,
@@ -267,17 +287,26 @@ impl Siad {
     }
 
     /// The delay sample of an ACK: its RTT sample, else the smoothed RTT (tcp_siad.c takes
-    /// the timestamp echo, else srtt).
+    /// the timestamp echo, else srtt), rounded down to the sample resolution as jiffies are.
     fn take_delay_sample(&mut self, ack: &AckEvent) {
         let Some(sample) = ack.rtt_sample.or(ack.smoothed_rtt) else {
             return;
         };
+        let sample = self.quantize(sample);
         let grown = self.cwnd > self.ssthresh.saturating_add(self.alpha() + 1);
         self.delays.on_sample(sample, grown);
         // No Additional Decrease in slow start or Fast Increase.
         if self.phase() != Phase::LinearIncrement {
             self.delays.min_seen = true;
         }
+    }
+
+    fn quantize(&self, sample: Duration) -> Duration {
+        let g = self.rtt_granularity.as_nanos();
+        if g == 0 {
+            return sample;
+        }
+        Duration::from_nanos((sample.as_nanos() / g * g) as u64)
     }
 
     /// Whether this ACK triggers an Additional Decrease (§III-A, paper §III-C: the minimum
