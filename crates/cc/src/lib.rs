@@ -8,11 +8,14 @@
 //! ([`rtt`]), the delivery-rate sampler ([`delivery_rate`]), the one-way queuing-delay
 //! estimator ([`owqd`]) and the [`registry`] that builds any controller from a name.
 
+pub mod aimd;
 pub mod bbr;
 pub mod bbr2;
 pub mod controller;
 pub mod cubic;
 pub mod delivery_rate;
+pub mod highspeed;
+pub mod htcp;
 pub mod minmax;
 pub mod newreno;
 pub mod owqd;
@@ -20,6 +23,7 @@ pub mod params;
 pub mod quic_dc;
 pub mod registry;
 pub mod rtt;
+pub mod scalable;
 pub mod siad;
 pub mod units;
 pub mod westwood;

@@ -80,7 +80,7 @@ pub const RTT_DC_INFO: ControllerInfo = ControllerInfo {
     name: "rtt_dc",
     summary: "QUIC-DC with RTT - RTT_min as the queuing-delay signal (seed 000, §3 contrast)",
     params: PARAMS,
-    one_way_delay: false,
+    one_way_delay: true,
     runtime_params: &[],
     build: build_rtt_dc,
 };
@@ -435,6 +435,29 @@ mod tests {
             assert_eq!(value(&c, "owd_samples"), queue_us.len() as f64);
             assert_eq!(c.delay_events(), 0);
         }
+    }
+
+    #[test]
+    fn the_rtt_signal_leaves_the_receivers_ack_delay_out() {
+        // docs/quic_dc.md "ACK delay in the RTT signal": RTT - ACK delay - RTT_min, at least 0.
+        // RTT_min 50 ms; a 76 ms sample whose ACK was held 25 ms is 1 ms of queue, not 26.
+        let held = |c: &mut QuicDc, t: u64, rtt_ms: u64, delay: Option<u64>| {
+            let mut a = ack(1250, at(t - rtt_ms), rtt_ms);
+            a.ack_delay = delay.map(Duration::from_millis);
+            c.on_ack(at(t), &a);
+        };
+        let mut c = quic_dc(10, Signal::Rtt);
+        measured(&mut c, 400);
+        held(&mut c, 401, 76, Some(25));
+        assert_eq!(c.queuing_delay(), Duration::from_millis(1));
+        assert_eq!(c.delay_events(), 0);
+        // A hold larger than the sample's excess (the RFC would keep the sample) counts as no
+        // queue: the clamp at zero.
+        held(&mut c, 402, 70, Some(25));
+        assert_eq!(c.queuing_delay(), Duration::ZERO);
+        // Without a reported delay the same 76 ms sample is 26 ms of queue: a delay event.
+        held(&mut c, 403, 76, None);
+        assert_eq!(c.delay_events(), 1);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use crate::controller::{Controller, ControllerConfig};
 use crate::params::{ParamError, ParamReader, ParamSpec, Params};
 use crate::{bbr, bbr2, cubic, newreno, quic_dc, siad, westwood};
+use crate::{highspeed, htcp, scalable};
 use std::fmt;
 
 /// Builds a controller from its checked parameters.
@@ -17,8 +18,9 @@ pub struct ControllerInfo {
     pub summary: &'static str,
     /// Parameters it accepts.
     pub params: &'static [ParamSpec],
-    /// It takes its congestion signal from one-way delay when the receiver reports receive
-    /// timestamps ([`crate::AckEvent::one_way_delay`]), and falls back without them.
+    /// It uses receiver timestamps when the transport has them: one-way delay
+    /// ([`crate::AckEvent::one_way_delay`]) or the receiver's ACK delay
+    /// ([`crate::AckEvent::ack_delay`]), and falls back to the raw RTT without them.
     pub one_way_delay: bool,
     /// Parameters a scenario may change during a run (a flow's `events`, as a socket option
     /// would), given to [`crate::Controller::set_param`].
@@ -66,6 +68,9 @@ pub fn controllers() -> &'static [ControllerInfo] {
         westwood::INFO,
         quic_dc::INFO,
         quic_dc::RTT_DC_INFO,
+        highspeed::INFO,
+        scalable::INFO,
+        htcp::INFO,
         siad::INFO,
     ];
     ALL

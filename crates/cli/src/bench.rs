@@ -87,8 +87,11 @@ pub struct BenchArgs {
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let default = if args.emulator { 2.0 } else { 60.0 };
     let seconds = args.seconds.unwrap_or(default);
-    if !(seconds.is_finite() && seconds > 0.0) {
-        return Err(format!("--seconds must be positive, got {seconds}"));
+    const MAX_SECONDS: f64 = 1e6;
+    if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
+        return Err(format!(
+            "--seconds {seconds} is out of range; accepted: more than 0, at most {MAX_SECONDS}"
+        ));
     }
     if args.emulator {
         run_emulator(Duration::from_secs_f64(seconds))

@@ -20,8 +20,9 @@ pub struct EmulateArgs {
     /// Where clients send (loopback); port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
-    /// Both directions as RATE,RTT,BUFFER (half the RTT each way), e.g. `10Mbps,50ms,2bdp`;
-    /// the client-to-server direction gets a 1000-packet buffer, as in `kleinrock transfer`.
+    /// Both directions as RATE,RTT,BUFFER (half the RTT each way), e.g. `10Mbps,50ms,2bdp`:
+    /// BUFFER is the data direction's (server to client; client to server with --upload), the
+    /// other direction gets 1000 packets, as in `kleinrock transfer`.
     #[arg(long, value_name = "RATE,RTT,BUFFER", conflicts_with = "scenario")]
     link: Option<String>,
     /// A scenario file with one flow whose paths are one link each way: its data path becomes
@@ -117,7 +118,7 @@ fn stopped_event(s: &EmulatorStats) -> serde_json::Value {
 
 async fn emulate(args: EmulateArgs) -> Result<(), String> {
     let s = scenario(&args)?;
-    let limit = live::duration(args.duration.as_deref())?;
+    let stop = live::Stop::watch(live::duration(args.duration.as_deref())?)?;
     let handle = emulator::start(config(&args, &s)).map_err(|e| e.to_string())?;
     let addr = handle.listen_addr();
     live::event(
@@ -128,7 +129,7 @@ async fn emulate(args: EmulateArgs) -> Result<(), String> {
             s.links[s.flows[0].forward[0]].name, args.server
         ),
     );
-    live::stopped(limit).await?;
+    stop.wait().await;
     let stats = tokio::task::spawn_blocking(move || handle.shutdown())
         .await
         .map_err(|e| format!("the emulator did not stop: {e}"))?;

@@ -99,23 +99,42 @@ pub fn duration(text: Option<&str>) -> Result<Option<Duration>, String> {
         .transpose()
 }
 
-/// Waits for SIGINT or SIGTERM, or for `limit` when given.
-pub async fn stopped(limit: Option<Duration>) -> Result<(), String> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
-    let limit = async {
-        match limit {
-            Some(d) => tokio::time::sleep(d).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-        () = limit => {}
+/// The signals that stop `serve` and `emulate`: SIGINT, SIGTERM, or a time limit. Made before
+/// the command says it is listening, so a signal sent right after that is not lost.
+pub struct Stop {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    limit: Option<Duration>,
+}
+
+impl Stop {
+    /// Watches the signals from now on.
+    pub fn watch(limit: Option<Duration>) -> Result<Stop, String> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let watch = |kind: SignalKind, name: &str| {
+            signal(kind).map_err(|e| format!("cannot watch {name}: {e}"))
+        };
+        Ok(Stop {
+            interrupt: watch(SignalKind::interrupt(), "SIGINT")?,
+            terminate: watch(SignalKind::terminate(), "SIGTERM")?,
+            limit,
+        })
     }
-    Ok(())
+
+    /// Waits for a signal or the time limit.
+    pub async fn wait(mut self) {
+        let limit = async {
+            match self.limit {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+            () = limit => {}
+        }
+    }
 }
 
 /// Prints an event: one JSON line with `json`, else `text` for a person.

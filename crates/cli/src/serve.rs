@@ -4,6 +4,7 @@
 //! controller and socket saw; see crates/quic/src/endpoint.rs for the protocols.
 
 use crate::live;
+use kleinrock_cc::units::parse_bytes;
 use kleinrock_lab::runner::write_file;
 use kleinrock_quic::endpoint::{self, ServeOptions, ServerHandle, ALPN, ALPN_HQ};
 use kleinrock_quic::stamps::ALPN_STAMPED;
@@ -30,6 +31,11 @@ pub struct ServeArgs {
     /// Do not offer datagram timestamps to kleinrock clients.
     #[arg(long)]
     no_timestamps: bool,
+    /// Stream window granted to uploading clients (`kleinrock send`), e.g. `4MB`: it bounds
+    /// what their controller can have in flight, so make it at least the path's BDP plus its
+    /// buffer.
+    #[arg(long, value_name = "BYTES", default_value = "1MiB")]
+    receive_window: String,
     /// Stop after this long, e.g. `60s` (default: at SIGINT or SIGTERM).
     #[arg(long)]
     duration: Option<String>,
@@ -70,18 +76,23 @@ fn stopped_event(
         "stamped_in": stats.datagrams.stamped_in,
         "stamped_out": stats.datagrams.stamped_out,
         "owd_samples": stats.datagrams.samples,
-        "counters": live::counters_json(&counters),
-        "warnings": warnings,
+        "last_connection": {
+            "counters": live::counters_json(&counters),
+            "warnings": warnings,
+        },
     })
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
     let factory = live::controller(&args.cc, &args.param)?;
-    let limit = live::duration(args.duration.as_deref())?;
+    let stop = live::Stop::watch(live::duration(args.duration.as_deref())?)?;
     let timestamps = !args.no_timestamps;
+    let receive_window =
+        parse_bytes(&args.receive_window).map_err(|e| format!("--receive-window: {e}"))?;
     let server = endpoint::serve(ServeOptions {
         addr: args.addr,
         timestamps,
+        receive_window,
         ..ServeOptions::new(factory.clone())
     })
     .await
@@ -105,15 +116,16 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             protocols(timestamps).join(", ")
         ),
     );
-    live::stopped(limit).await?;
+    stop.wait().await;
     let event = stopped_event(&args, &server, &factory.warnings());
     server.shutdown().await.map_err(|e| e.to_string())?;
     let text = format!(
-        "stopped: {} connections, {} stray datagrams dropped, {} packets sent, {} lost",
+        "stopped: {} connections, {} stray datagrams dropped; the last connection's controller \
+         sent {} packets and lost {}",
         event["connections"],
         event["stray_datagrams"],
-        event["counters"]["packets_sent"],
-        event["counters"]["packets_lost"]
+        event["last_connection"]["counters"]["packets_sent"],
+        event["last_connection"]["counters"]["packets_lost"]
     );
     live::event(args.json, event, &text);
     Ok(())

@@ -14,7 +14,7 @@ use kleinrock_lab::report::{num, run_tables, Table};
 use kleinrock_lab::runner::{self, check_output_dir, write_atomically, write_file, RunOutput};
 use kleinrock_lab::scenario::{load, FlowTransport, Scenario};
 use kleinrock_quic::emulator::{self, EmulatorConfig, EmulatorStats};
-use kleinrock_quic::endpoint::{self, ClientOptions, FetchReport, ServeOptions, ServerStats};
+use kleinrock_quic::endpoint::{self, ClientOptions, FetchReport, ServeOptions};
 use kleinrock_quic::trace::ProbeRecorder;
 use kleinrock_sim::trace::Series;
 use std::io::Write;
@@ -97,7 +97,8 @@ fn checked(s: Scenario) -> Result<Scenario, String> {
 struct RealRun {
     report: FetchReport,
     emulator: EmulatorStats,
-    server: ServerStats,
+    /// ACKs that gave the controller a one-way-delay sample.
+    owd_samples: u64,
     summary: Summary,
     trace: Series,
 }
@@ -132,7 +133,6 @@ async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
     let trace = recorder.finish().await;
     let stats = emulator.shutdown();
     let probe = server.probe();
-    let server_stats = server.stats();
     server.shutdown().await.map_err(|e| e.to_string())?;
     let report = fetched.map_err(|e| e.to_string())?;
     let mut summary = real_summary(s, &report, &stats, &probe);
@@ -140,7 +140,7 @@ async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
     Ok(RealRun {
         report,
         emulator: stats,
-        server: server_stats,
+        owd_samples: probe.sample().map_or(0, |p| p.counters.owd_samples),
         summary,
         trace,
     })
@@ -298,7 +298,7 @@ pub fn run(args: TransferArgs) -> Result<(), String> {
             real.report.bytes,
             real.report.received_sha256,
             if real.report.timestamps { "on" } else { "off" },
-            real.server.datagrams.samples,
+            real.owd_samples,
             real.emulator.lateness_p99(),
             real.emulator.lateness_bound,
         ));

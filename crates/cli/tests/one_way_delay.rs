@@ -89,16 +89,17 @@ fn quic_dc_uses_one_way_delay_and_keeps_the_simulated_rtt_at_4_bdp() {
     let samples = column(&header, &rows, "owd_samples");
     let signal = column(&header, &rows, "owd_signal");
     let owqd = column(&header, &rows, "owqd_ms");
-    let acks = summary["real"]["flows"][0]["delivered_bytes"]
+    let packets = summary["real"]["flows"][0]["delivered_bytes"]
         .as_f64()
         .unwrap_or(0.0)
         / 1500.0;
-    // One sample per ACK that follows a stamped datagram: with an ACK every second packet,
-    // about one per two packets delivered.
+    // One sample per ACK: with an ACK every second packet, one per two packets delivered
+    // (more than that, as a packet carries less than 1500 bytes of data). At least 80 %:
+    // the echoes of a few ACKs may be lost with them or arrive without one.
     let last = samples.last().copied().unwrap_or(0.0);
     assert!(
-        last > acks / 4.0,
-        "{last} one-way-delay samples for ~{acks} packets"
+        last >= 0.8 * packets / 2.0,
+        "{last} one-way-delay samples for ~{packets:.0} packets"
     );
     let using = signal.iter().filter(|&&s| s == 1.0).count();
     assert!(
@@ -134,7 +135,7 @@ fn without_timestamps_quic_dc_falls_back_to_rtt_and_says_so() {
     ]);
     let warnings = summary["real"]["warnings"].to_string();
     assert!(
-        warnings.contains("no one-way-delay samples") && warnings.contains("RTT signal"),
+        warnings.contains("no receiver timestamps") && warnings.contains("RTT signal"),
         "{summary}"
     );
     assert_eq!(

@@ -35,7 +35,7 @@ use noq::congestion::{
     Controller as NoqController, ControllerFactory as NoqControllerFactory, ControllerMetrics,
 };
 use std::any::Any;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -45,6 +45,15 @@ use std::time::Duration;
 const PRUNE_RTTS: u32 = 8;
 /// The least age of a record that may be pruned.
 const PRUNE_MIN_AGE: Duration = Duration::from_secs(2);
+/// Most echo reports an [`OwdFeed`] holds between two ACK batches.
+const ECHO_QUEUE: usize = 256;
+/// The peer's max_ack_delay (noq's default, RFC 9000 §18.2's 25 ms): a hold time beyond it is
+/// capped, as RFC 9002 §5.3 caps the reported ACK delay.
+const PEER_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
+/// How far an echoed datagram's send time (taken at the socket, in whole microseconds) may be
+/// from the adapter's send time of the ACK's largest packet for its hold time to count as that
+/// packet's ACK delay.
+const ECHO_MATCH: Duration = Duration::from_micros(200);
 /// How often stale records are looked for.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -157,19 +166,21 @@ impl CcFactory {
         self.owd.clone()
     }
 
-    /// What a reader of the run's results should know: a controller that takes one-way delay
-    /// from receiver timestamps but got none (the peer did not agree to them) used its fallback
-    /// signal.
+    /// What a reader of the run's results should know: a controller that uses receiver
+    /// timestamps (one-way delay, or the receiver's ACK delay) but got none, because the peer
+    /// did not agree to them, used the raw RTT instead.
     pub fn warnings(&self) -> Vec<String> {
-        let wants_owd =
-            kleinrock_cc::registry::find(&self.spec.name).is_some_and(|i| i.one_way_delay);
+        let wants = kleinrock_cc::registry::find(&self.spec.name).is_some_and(|i| i.one_way_delay);
         let got = self.probe.sample().map(|s| s.counters);
         match got {
-            Some(c) if wants_owd && c.ack_events > 0 && c.owd_samples == 0 => vec![format!(
-                "{} got no one-way-delay samples (the peer did not agree to datagram \
-                 timestamps), so it used its RTT signal instead",
-                self.spec.name
-            )],
+            Some(c) if wants && c.ack_events > 0 && c.owd_samples + c.ack_delay_samples == 0 => {
+                vec![format!(
+                    "{} got no receiver timestamps (the peer did not agree to datagram \
+                     timestamps), so it used its RTT signal instead, with the receiver's ACK \
+                     delay in it",
+                    self.spec.name
+                )]
+            }
             _ => Vec::new(),
         }
     }
@@ -218,26 +229,32 @@ pub struct EchoReport {
     pub hold: Duration,
 }
 
-/// The one-way-delay hook: the newest [`EchoReport`] of the receive-timestamp layer
-/// ([`crate::stamps`]). The adapter takes it when an ACK batch ends and gives it with that
-/// batch's [`AckEvent`]: a [`OneWayDelaySample`] numbered with the newest acked packet, and the
-/// hold time as `ack_delay`; an ACK with no report since the previous one has neither.
+/// The one-way-delay hook: the [`EchoReport`]s of the receive-timestamp layer
+/// ([`crate::stamps`]) not yet taken, oldest first (at most [`ECHO_QUEUE`]). The adapter takes
+/// them all when an ACK batch ends: the newest gives that batch's [`AckEvent`] its
+/// [`OneWayDelaySample`] (numbered with the newest acked packet), and the one whose datagram
+/// is the ACK's largest packet gives its `ack_delay`. An ACK with no report since the previous
+/// one has neither.
 ///
 /// One connection at a time: a factory's controllers share its feed.
 #[derive(Clone, Debug, Default)]
 pub struct OwdFeed {
-    latest: Arc<Mutex<Option<EchoReport>>>,
+    reports: Arc<Mutex<VecDeque<EchoReport>>>,
 }
 
 impl OwdFeed {
-    /// Reports an echo; replaces an earlier report not yet taken.
+    /// Queues a report, dropping the oldest beyond [`ECHO_QUEUE`].
     pub fn push(&self, report: EchoReport) {
-        *lock(&self.latest) = Some(report);
+        let mut q = lock(&self.reports);
+        if q.len() >= ECHO_QUEUE {
+            q.pop_front();
+        }
+        q.push_back(report);
     }
 
-    /// Takes the newest report, leaving none.
-    pub(crate) fn take(&self) -> Option<EchoReport> {
-        lock(&self.latest).take()
+    /// Takes every queued report, oldest first.
+    pub(crate) fn drain(&self) -> Vec<EchoReport> {
+        lock(&self.reports).drain(..).collect()
     }
 }
 
@@ -266,6 +283,8 @@ pub struct CcCounters {
     pub ecn_events: u64,
     /// [`AckEvent`]s that carried a one-way-delay sample.
     pub owd_samples: u64,
+    /// [`AckEvent`]s that carried the receiver's ACK delay.
+    pub ack_delay_samples: u64,
     /// Loss events as the simulator's metrics count them: loss reports whose newest lost packet
     /// was sent after the previous counted event (one per RFC 9002 recovery period).
     pub loss_events: u64,
@@ -394,12 +413,13 @@ struct PendingAck {
     echo: Option<Echo>,
 }
 
-/// An [`EchoReport`] on the controller's clock.
+/// An ACK batch's echo reports on the controller's clock: the newest one's times, and the
+/// hold time matched to the ACK's largest packet.
 #[derive(Clone, Copy, Debug)]
 struct Echo {
     sent_time: Instant,
     receive_time: Instant,
-    hold: Duration,
+    hold: Option<Duration>,
 }
 
 /// The run of `on_packet_lost` calls before an `on_congestion_event`.
@@ -576,15 +596,15 @@ impl State {
             return;
         };
         self.settle_pending();
-        // The datagram that carried this ACK carried its echo, taken apart before noq read it.
-        let echo = self.take_echo();
         let (largest_pn, largest_sent) = batch.largest;
+        // Echoes arrive before noq reads the ACKs of the same datagrams.
+        let echo = self.take_echo(largest_sent);
         let rtt_sample = (largest_acked == Some(largest_pn)).then(|| {
             // RFC 9002 §5.1: latest_rtt = ack time - send time of the largest acked packet;
             // §5.3: the receiver's ACK delay, when an echo tells it, is left out of smoothed_rtt.
             let sample = batch.now - largest_sent;
-            self.rtt
-                .on_sample(sample, echo.map_or(Duration::ZERO, |e| e.hold));
+            let ack_delay = echo.and_then(|e| e.hold).unwrap_or(Duration::ZERO);
+            self.rtt.on_sample(sample, ack_delay);
             self.rtt_hist.record(duration_nanos(sample));
             sample
         });
@@ -705,7 +725,9 @@ impl State {
             sent_time: e.sent_time,
             receive_time: e.receive_time,
         });
+        let ack_delay = rtt_sample.and(echo.and_then(|e| e.hold));
         self.counters.owd_samples += u64::from(one_way_delay.is_some());
+        self.counters.ack_delay_samples += u64::from(ack_delay.is_some());
         let app_limited = match (rate, batch.newest_snapshot) {
             (Some(r), _) => r.is_app_limited,
             (None, Some((_, snapshot))) => snapshot.is_app_limited,
@@ -716,7 +738,7 @@ impl State {
             acked_packets: batch.packets,
             largest_acked_sent_time: batch.newest_sent,
             rtt_sample,
-            ack_delay: rtt_sample.and(echo.map(|e| e.hold)),
+            ack_delay,
             min_rtt: self.rtt.min(),
             smoothed_rtt: self.rtt.smoothed(),
             rate,
@@ -737,13 +759,30 @@ impl State {
     }
 
     /// The newest echo report from the [`OwdFeed`], on the controller's clock.
-    fn take_echo(&self) -> Option<Echo> {
-        let report = self.feed.take()?;
-        let sent_time = self.clock.instant(report.sent);
+    /// The echo reports since the last batch: the newest one's delay, and the hold time of
+    /// the one whose datagram was sent when the ACK's largest packet was (capped at the peer's
+    /// max_ack_delay, RFC 9002 §5.3), if any.
+    fn take_echo(&self, largest_sent: Instant) -> Option<Echo> {
+        let reports = self.feed.drain();
+        let newest = reports.last()?;
+        let sent_time = self.clock.instant(newest.sent);
+        let distance = |r: &EchoReport| {
+            let t = self.clock.instant(r.sent);
+            if t > largest_sent {
+                t - largest_sent
+            } else {
+                largest_sent - t
+            }
+        };
+        let hold = reports
+            .iter()
+            .filter(|r| distance(r) <= ECHO_MATCH)
+            .min_by_key(|r| distance(r))
+            .map(|r| r.hold.min(PEER_MAX_ACK_DELAY));
         Some(Echo {
             sent_time,
-            receive_time: sent_time + report.one_way,
-            hold: report.hold,
+            receive_time: sent_time + newest.one_way,
+            hold,
         })
     }
 
@@ -1329,42 +1368,42 @@ mod tests {
     }
 
     #[test]
-    fn one_way_delay_hook_gives_the_newest_report_once() {
+    fn echo_reports_give_the_newest_delay_and_the_matched_ack_delay() {
         let mut rig = Rig::new(None);
-        for pn in 0..4 {
+        for pn in 0..5 {
             rig.send(pn as f64, pn);
         }
         let feed = rig.factory.owd_feed();
-        let report = |sent_ms: f64, one_way_ms: u64| EchoReport {
-            sent: rig.at(sent_ms),
+        let epoch = rig.factory.clock().epoch();
+        let report = |sent_ms: f64, one_way_ms: u64, hold_ms: u64| EchoReport {
+            sent: epoch + Duration::from_secs_f64(sent_ms / 1e3),
             one_way: Duration::from_millis(one_way_ms),
-            hold: Duration::from_millis(3),
+            hold: Duration::from_millis(hold_ms),
         };
-        feed.push(report(1.0, 20));
-        feed.push(report(2.0, 25));
+        // The echo of packet 2 (sent at 2 ms) and a newer one (of a datagram sent at 2.6 ms,
+        // not packet 2) arrive before the ACK of packets 0-2 is read.
+        feed.push(report(2.0, 20, 3));
+        feed.push(report(2.6, 25, 1));
         rig.ack(50.0, &[(0, 0.0), (1, 1.0), (2, 2.0)], 0, 2);
         rig.adapter.window();
-        // No report since: the next ACK has no sample.
+        // No report since: the next ACK has neither.
         rig.ack(60.0, &[(3, 3.0)], 0, 3);
+        rig.adapter.window();
+        // A hold above the peer's max_ack_delay is capped (RFC 9002 §5.3).
+        feed.push(report(4.0, 20, 40));
+        rig.ack(70.0, &[(4, 4.0)], 0, 4);
         rig.adapter.window();
         let acks = rig.acks();
         let owd = acks[0].one_way_delay.expect("fed");
         assert_eq!(owd.packet_number, 2);
-        assert_eq!(owd.sent_time, ms(2.0));
-        assert_eq!(owd.receive_time, ms(27.0));
-        // The hold time is the ACK delay of the ACK that carried the echo.
+        assert_eq!(owd.sent_time, ms(2.6));
+        assert_eq!(owd.receive_time, ms(27.6));
         assert_eq!(acks[0].ack_delay, Some(Duration::from_millis(3)));
         assert_eq!(acks[1].one_way_delay, None);
         assert_eq!(acks[1].ack_delay, None);
-        assert_eq!(
-            rig.factory
-                .probe()
-                .sample()
-                .expect("a controller")
-                .counters
-                .owd_samples,
-            1
-        );
+        assert_eq!(acks[2].ack_delay, Some(PEER_MAX_ACK_DELAY));
+        let counters = rig.factory.probe().sample().expect("a controller").counters;
+        assert_eq!((counters.owd_samples, counters.ack_delay_samples), (2, 2));
     }
 
     #[test]

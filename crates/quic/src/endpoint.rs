@@ -299,6 +299,9 @@ pub struct ServeOptions {
     pub socket_buffer: usize,
     /// Offer datagram timestamps to kleinrock clients (ALPN `kleinrock-ts`).
     pub timestamps: bool,
+    /// Stream flow-control window granted to uploading clients, bytes: it bounds what a
+    /// client's controller can have in flight, so size it to the path (BDP plus buffer).
+    pub receive_window: u64,
 }
 
 impl ServeOptions {
@@ -309,6 +312,7 @@ impl ServeOptions {
             factory,
             socket_buffer: DEFAULT_SOCKET_BUFFER,
             timestamps: true,
+            receive_window: LOOPBACK_RECEIVE_WINDOW,
         }
     }
 }
@@ -415,20 +419,44 @@ impl Drop for ServerHandle {
 /// controller's `max_datagram_size` (no MTU discovery, so cwnd and packets count the same
 /// bytes; with timestamps the trailer is part of that size), and windows large enough for
 /// emulated paths.
-fn sending_transport(factory: &CcFactory, timestamps: bool) -> TransportConfig {
+fn sending_transport(
+    factory: &CcFactory,
+    timestamps: bool,
+    receive_window: u64,
+) -> Result<TransportConfig, Error> {
+    let size = factory.config().max_datagram_size;
     let trailer = if timestamps { TRAILER_LEN as u64 } else { 0 };
-    let mtu = u16::try_from(factory.config().max_datagram_size.saturating_sub(trailer))
-        .unwrap_or(MAX_UDP_PAYLOAD)
-        .clamp(1200, MAX_UDP_PAYLOAD);
+    // QUIC needs datagrams of at least 1200 bytes (RFC 9000 §14), the trailer included in the
+    // controller's size, and UDP carries at most MAX_UDP_PAYLOAD.
+    let lo = 1200 + trailer;
+    let mtu = match u16::try_from(size - trailer.min(size)) {
+        Ok(mtu) if size >= lo && size <= u64::from(MAX_UDP_PAYLOAD) => mtu,
+        _ => {
+            return Err(Error::Connection(format!(
+                "a packet size of {size} bytes does not fit a QUIC datagram; accepted: {lo} to \
+                 {MAX_UDP_PAYLOAD} bytes{}",
+                if timestamps {
+                    " (16 of them for the timestamp trailer)"
+                } else {
+                    ""
+                }
+            )))
+        }
+    };
+    let window = VarInt::from_u64(receive_window).map_err(|_| {
+        Error::Connection(format!(
+            "a receive window of {receive_window} bytes is too large"
+        ))
+    })?;
     let mut t = TransportConfig::default();
     t.congestion_controller_factory(Arc::new(factory.clone()))
         .initial_mtu(mtu)
         .min_mtu(mtu)
         .mtu_discovery_config(None::<MtuDiscoveryConfig>)
         .send_window(SEND_WINDOW)
-        .stream_receive_window(VarInt::from_u64(LOOPBACK_RECEIVE_WINDOW).unwrap_or(VarInt::MAX))
+        .stream_receive_window(window)
         .max_concurrent_uni_streams(VarInt::from_u32(0));
-    t
+    Ok(t)
 }
 
 /// The ALPN protocols offered, most preferred first.
@@ -472,7 +500,11 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
     tls_config.alpn_protocols = alpn_protocols(opts.timestamps, true);
     let crypto = QuicServerConfig::try_from(tls_config).map_err(tls)?;
     let mut server_config = ServerConfig::with_crypto(Arc::new(crypto));
-    server_config.transport_config(Arc::new(sending_transport(&opts.factory, opts.timestamps)));
+    server_config.transport_config(Arc::new(sending_transport(
+        &opts.factory,
+        opts.timestamps,
+        opts.receive_window,
+    )?));
 
     let socket = udp_socket(opts.addr, opts.socket_buffer)?;
     let socket_buffers = socket_buffers(&socket);
@@ -505,9 +537,11 @@ async fn accept_loop(endpoint: noq::Endpoint, stamps: Arc<Stamps>, count: Arc<At
     while let Some(incoming) = endpoint.accept().await {
         let (stamps, count) = (stamps.clone(), count.clone());
         connections.spawn(async move {
+            let peer = incoming.remote_address();
             if let Some((conn, protocol)) = handshake(incoming, &stamps).await {
                 count.fetch_add(1, Ordering::Relaxed);
                 serve_connection(conn, protocol).await;
+                stamps.reset(peer);
             }
         });
         while connections.try_join_next().is_some() {}
@@ -521,20 +555,27 @@ enum Protocol {
     HqInterop,
 }
 
-/// Completes a server handshake; a client that agreed on `kleinrock-ts` is stamped as soon as
-/// the ALPN is known.
+/// Completes a server handshake. A client that agreed on `kleinrock-ts` has its trailers
+/// taken off as soon as the ALPN is known (before it can stamp) and is stamped once the
+/// handshake is complete (its address validated, RFC 9000 §8.1). Whatever an earlier
+/// connection from the same address agreed is forgotten first.
 async fn handshake(
     incoming: noq::Incoming,
     stamps: &Stamps,
 ) -> Option<(noq::Connection, Protocol)> {
     let peer = incoming.remote_address();
+    stamps.reset(peer);
     let mut connecting = incoming.accept().ok()?;
     let protocol = alpn(connecting.handshake_data().await.ok());
-    if protocol.as_deref() == Some(ALPN_STAMPED) {
-        stamps.negotiated(peer);
+    let stamped = protocol.as_deref() == Some(ALPN_STAMPED);
+    if stamped {
+        stamps.accept(peer);
     }
     let conn = connecting.await.ok()?;
     stamps.mark_connected(peer);
+    if stamped {
+        stamps.stamp(peer);
+    }
     let protocol = if protocol.as_deref() == Some(ALPN_HQ) {
         Protocol::HqInterop
     } else {
@@ -555,37 +596,56 @@ async fn serve_connection(conn: noq::Connection, protocol: Protocol) {
     }
 }
 
-/// Answers one `kleinrock` request; a malformed one is dropped.
+/// The application error code with which a malformed request's stream is reset.
+const BAD_REQUEST: u32 = 1;
+
+/// Ends a stream whose request could not be served: reset, so the client sees an error
+/// rather than an empty answer.
+fn refuse(mut send: noq::SendStream) {
+    let _ = send.reset(VarInt::from_u32(BAD_REQUEST));
+}
+
+/// Answers one `kleinrock` request; a malformed one is refused.
 async fn serve_kleinrock(mut send: noq::SendStream, mut recv: noq::RecvStream) {
     let mut request = [0u8; 9];
     if recv.read_exact(&mut request).await.is_err() {
-        return;
+        return refuse(send);
     }
     let size = u64::from_be_bytes(request[1..].try_into().unwrap_or_default());
     match request[0] {
         b'G' => send_content(send, size).await,
-        b'P' => {
-            if let Ok((_, sha256)) = read_content(&mut recv, Some(size)).await {
+        b'P' => match read_content(&mut recv, Some(size)).await {
+            Ok((received, sha256)) if received == size => {
                 let _ = send.write_all(&sha256).await;
                 finish(send).await;
             }
-        }
-        _ => {}
+            _ => refuse(send),
+        },
+        _ => refuse(send),
     }
 }
 
-/// Answers one `hq-interop` request (`GET /N`); a malformed one is dropped.
+/// The byte count of an `hq-interop` request line `GET /N` (digits only).
+fn hq_size(request: &[u8]) -> Option<u64> {
+    let line = std::str::from_utf8(request).ok()?;
+    let digits = line.trim_end().strip_prefix("GET /")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Answers one `hq-interop` request (`GET /N`); a malformed one is refused.
 async fn serve_hq(send: noq::SendStream, mut recv: noq::RecvStream) {
-    let Ok(request) = recv.read_to_end(MAX_HQ_REQUEST).await else {
-        return;
-    };
-    let line = String::from_utf8_lossy(&request);
-    let size = line
-        .trim_end()
-        .strip_prefix("GET /")
-        .and_then(|n| n.parse::<u64>().ok());
-    if let Some(size) = size {
-        send_content(send, size).await;
+    match recv
+        .read_to_end(MAX_HQ_REQUEST)
+        .await
+        .ok()
+        .as_deref()
+        .and_then(hq_size)
+    {
+        Some(size) => send_content(send, size).await,
+        None => refuse(send),
     }
 }
 
@@ -622,7 +682,10 @@ async fn read_content(
     while let Some(chunk) = recv.read_chunk(usize::MAX).await.map_err(stream)? {
         received += chunk.len() as u64;
         if limit.is_some_and(|l| received > l) {
-            return Err(Error::Protocol(format!("more than {received} bytes sent")));
+            let limit = limit.unwrap_or_default();
+            return Err(Error::Protocol(format!(
+                "more than the {limit} bytes announced"
+            )));
         }
         hash.update(&chunk);
     }
@@ -706,9 +769,10 @@ fn client_config(
     tls_config.alpn_protocols = alpn_protocols(opts.timestamps, false);
     let crypto = QuicClientConfig::try_from(tls_config).map_err(tls)?;
     let mut config = ClientConfig::new(Arc::new(crypto));
-    let mut transport = factory.map_or_else(TransportConfig::default, |f| {
-        sending_transport(f, opts.timestamps)
-    });
+    let mut transport = match factory {
+        Some(f) => sending_transport(f, opts.timestamps, opts.receive_window)?,
+        None => TransportConfig::default(),
+    };
     let window = opts.receive_window;
     transport
         .stream_receive_window(VarInt::from_u64(window).map_err(|_| {
@@ -745,6 +809,10 @@ impl Client {
         let stamps = Stamps::new(factory.map(CcFactory::owd_feed));
         let endpoint = new_endpoint(socket, stamps.clone(), None)?;
         endpoint.set_default_client_config(client_config(cert_der, opts, factory)?);
+        if opts.timestamps {
+            // A server that selects kleinrock-ts may stamp from its first flight.
+            stamps.accept(server);
+        }
         let start = Instant::now();
         let conn = endpoint
             .connect(server, SERVER_NAME)
@@ -755,7 +823,9 @@ impl Client {
         stamps.mark_connected(server);
         let stamped = alpn(conn.handshake_data()).as_deref() == Some(ALPN_STAMPED);
         if stamped {
-            stamps.negotiated(server);
+            stamps.stamp(server);
+        } else {
+            stamps.reset(server);
         }
         Ok(Client {
             endpoint,
@@ -922,6 +992,21 @@ mod tests {
             content_sha256(CONTENT_SEED, 0),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+    }
+
+    #[test]
+    fn hq_requests_are_get_and_digits_only() {
+        assert_eq!(hq_size(b"GET /5000000\r\n"), Some(5_000_000));
+        assert_eq!(hq_size(b"GET /0\n"), Some(0));
+        for bad in [
+            &b"GET /+5\r\n"[..],
+            b"GET /\r\n",
+            b"GET /5x",
+            b"PUT /5",
+            b"\xff",
+        ] {
+            assert_eq!(hq_size(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -13,13 +13,16 @@
 //! echo is sent once, on the next datagram to that peer, so with the client's ACKs every second
 //! packet each ACK carries the one-way delay of the newest data packet before it.
 //!
-//! **Negotiation.** A kleinrock client offers ALPN `kleinrock-ts` (before `kleinrock`); a server
-//! that selects it stamps from the moment it has read the client's hello (its handshake packets
-//! included), and the client from the end of its handshake. A receiver strips every trailer
-//! whose magic matches, whether or not it has agreed yet, so a kleinrock client takes the
-//! server's first stamped packets apart correctly. A peer that is not kleinrock never selects or
-//! offers `kleinrock-ts` and is never stamped; a datagram from it is only stripped if it ends in a
-//! magic by chance (2^-32 per datagram; QUIC then sees a damaged packet, a loss).
+//! **Negotiation.** A kleinrock client offers ALPN `kleinrock-ts` (before `kleinrock`) and from
+//! then on accepts trailers from that server. A server that selects it accepts trailers from the
+//! client as soon as it knows the ALPN (before the client can stamp), and stamps once the
+//! handshake is complete (the client's address is validated, so the 16 bytes never break the
+//! anti-amplification limit, RFC 9000 §8.1); the client stamps from the end of its handshake.
+//! Only a peer that accepts trailers has them stripped and turned into samples: a datagram from
+//! anyone else reaches QUIC whole, whatever it ends with. A peer that is not kleinrock never
+//! offers or selects `kleinrock-ts`, so it is never stamped. Per-peer state lives as long as the
+//! connection: a new handshake from the same address, or the end of the connection, clears it
+//! ([`Stamps::reset`]), so a later client on a reused port starts unstamped.
 //!
 //! **Samples.** The endpoint that receives an echo of its own send time `s`, with the peer's
 //! receive time `r`, gives [`OwdFeed`] the send time (rebuilt on its own clock) and the one-way
@@ -76,22 +79,27 @@ pub struct StampStats {
 /// One peer's timestamp state.
 #[derive(Clone, Copy, Debug, Default)]
 struct Peer {
-    /// Both ends agreed to stamp (ALPN `kleinrock-ts`): this end adds trailers to datagrams to
-    /// the peer.
-    negotiated: bool,
+    /// Trailers from this peer are expected: they are stripped and their echoes sampled.
+    accepting: bool,
+    /// This end adds trailers to datagrams to the peer.
+    stamping: bool,
     /// The newest (peer send time, local receive time) not yet echoed.
     echo: Option<(u32, u32)>,
     /// The peer's first measured one-way delay, the reference of later ones.
     first_one_way: Option<u32>,
     /// A connection with this peer was established.
     connected: bool,
+    /// A connection with this peer was stamped (kept across [`Stamps::reset`]).
+    stamped_connection: bool,
     datagrams: u64,
 }
 
 #[derive(Debug, Default)]
 struct Peers {
     map: HashMap<SocketAddr, Peer>,
-    /// Datagrams from peers beyond [`MAX_UNCONNECTED_PEERS`].
+    /// Entries of peers that never had a connection (bounded by [`MAX_UNCONNECTED_PEERS`]).
+    unconnected: usize,
+    /// Datagrams from unconnected peers beyond that bound.
     untracked: u64,
     stats: StampStats,
 }
@@ -99,11 +107,21 @@ struct Peers {
 impl Peers {
     /// The state of `addr`, created unless too many unconnected peers are tracked already.
     fn get(&mut self, addr: SocketAddr) -> Option<&mut Peer> {
-        let full = self.map.len() >= MAX_UNCONNECTED_PEERS;
-        if full && !self.map.contains_key(&addr) {
-            return None;
+        if !self.map.contains_key(&addr) {
+            if self.unconnected >= MAX_UNCONNECTED_PEERS {
+                return None;
+            }
+            self.unconnected += 1;
         }
         Some(self.map.entry(addr).or_default())
+    }
+
+    /// The state of `addr`, created whatever the bound (a peer with a handshake under way).
+    fn entry(&mut self, addr: SocketAddr) -> &mut Peer {
+        if !self.map.contains_key(&addr) {
+            self.unconnected += 1;
+        }
+        self.map.entry(addr).or_default()
     }
 }
 
@@ -180,32 +198,52 @@ impl Stamps {
         t.saturating_duration_since(self.epoch).as_micros() as u32
     }
 
-    /// Both ends agreed to stamp with `peer`: datagrams to it carry trailers from now on.
-    pub fn negotiated(&self, peer: SocketAddr) {
-        lock(&self.peers).map.entry(peer).or_default().negotiated = true;
+    /// Trailers from `peer` are expected from now on (a client that offered `kleinrock-ts`
+    /// to it, or a server that selected it): they are stripped and sampled.
+    pub fn accept(&self, peer: SocketAddr) {
+        lock(&self.peers).entry(peer).accepting = true;
+    }
+
+    /// Both ends agreed and the handshake is complete: datagrams to `peer` carry trailers.
+    pub fn stamp(&self, peer: SocketAddr) {
+        let mut peers = lock(&self.peers);
+        let p = peers.entry(peer);
+        p.accepting = true;
+        p.stamping = true;
+        p.stamped_connection = true;
     }
 
     /// A connection with `peer` was established: its datagrams are not strays.
     pub fn mark_connected(&self, peer: SocketAddr) {
-        lock(&self.peers).map.entry(peer).or_default().connected = true;
+        let mut peers = lock(&self.peers);
+        let p = peers.entry(peer);
+        let was_unconnected = !p.connected;
+        p.connected = true;
+        peers.unconnected -= usize::from(was_unconnected);
     }
 
-    /// Peers with a connection that agreed to timestamps.
+    /// Forgets the timestamp state of `peer` (a new handshake from its address, or the end of
+    /// its connection); its datagram count stays.
+    pub fn reset(&self, peer: SocketAddr) {
+        if let Some(p) = lock(&self.peers).map.get_mut(&peer) {
+            *p = Peer {
+                connected: p.connected,
+                datagrams: p.datagrams,
+                stamped_connection: p.stamped_connection,
+                ..Peer::default()
+            };
+        }
+    }
+
+    /// Peers with which a connection was stamped.
     pub fn stamped_peers(&self) -> u64 {
         let peers = lock(&self.peers);
-        peers
-            .map
-            .values()
-            .filter(|p| p.connected && p.negotiated)
-            .count() as u64
+        peers.map.values().filter(|p| p.stamped_connection).count() as u64
     }
 
     /// Whether this end adds trailers to datagrams to `peer`.
     pub fn stamping(&self, peer: SocketAddr) -> bool {
-        lock(&self.peers)
-            .map
-            .get(&peer)
-            .is_some_and(|p| p.negotiated)
+        lock(&self.peers).map.get(&peer).is_some_and(|p| p.stamping)
     }
 
     /// The counters so far.
@@ -226,7 +264,7 @@ impl Stamps {
     /// The trailer for the next datagram to `peer`, if this end stamps to it.
     fn trailer(&self, peer: SocketAddr, now: Instant) -> Option<Trailer> {
         let peers = lock(&self.peers);
-        let p = peers.map.get(&peer).filter(|p| p.negotiated)?;
+        let p = peers.map.get(&peer).filter(|p| p.stamping)?;
         Some(Trailer {
             sent_us: self.micros(now),
             echo: p.echo,
@@ -247,17 +285,15 @@ impl Stamps {
     /// Takes the trailer off a datagram from `from` received at `now`, notes its send time for
     /// the echo and turns an echo into a sample; returns the length of what QUIC gets.
     fn received(&self, from: SocketAddr, datagram: &[u8], now: Instant) -> usize {
-        let trailer = Trailer::decode(datagram);
         let now_us = self.micros(now);
         let mut peers = lock(&self.peers);
         peers.stats.datagrams_in += 1;
-        let stamped = u64::from(trailer.is_some());
-        peers.stats.stamped_in += stamped;
         let Some(p) = peers.get(from) else {
             peers.untracked += 1;
-            return datagram.len() - TRAILER_LEN * stamped as usize;
+            return datagram.len();
         };
         p.datagrams += 1;
+        let trailer = Trailer::decode(datagram).filter(|_| p.accepting);
         let Some(trailer) = trailer else {
             return datagram.len();
         };
@@ -281,6 +317,7 @@ impl Stamps {
                 peers.stats.samples += 1;
             }
         }
+        peers.stats.stamped_in += 1;
         datagram.len() - TRAILER_LEN
     }
 }
@@ -310,6 +347,14 @@ impl StampedSocket {
 }
 
 /// Turns UDP GRO off (noq's socket state turns it on where the kernel has it).
+#[cfg(not(target_os = "linux"))]
+fn disable_receive_offload(_fd: std::os::fd::RawFd) -> io::Result<()> {
+    // Only Linux has UDP GRO.
+    Ok(())
+}
+
+/// Turns UDP GRO off (noq's socket state turns it on where the kernel has it).
+#[cfg(target_os = "linux")]
 fn disable_receive_offload(fd: std::os::fd::RawFd) -> io::Result<()> {
     let off: libc::c_int = 0;
     // SAFETY: `fd` is an open UDP socket owned by the wrapper; the option value is a c_int
@@ -479,7 +524,7 @@ mod tests {
     }
 
     #[test]
-    fn stamps_only_once_negotiated_and_echoes_once() {
+    fn stamps_only_once_agreed_and_echoes_once() {
         let server = Stamps::new(None);
         let client = addr(1000);
         let t0 = server.epoch + Duration::from_millis(5);
@@ -487,10 +532,15 @@ mod tests {
             sent_us: 111,
             echo: None,
         });
-        // A trailer is stripped before the peers agreed, but nothing is stamped yet.
+        // Before the ALPN is known a trailer is not taken for one: QUIC gets the datagram whole.
+        assert_eq!(server.received(client, &d, t0), d.len());
+        server.accept(client);
         assert_eq!(server.received(client, &d, t0), 20);
-        assert!(!server.stamping(client));
-        server.negotiated(client);
+        assert!(
+            !server.stamping(client),
+            "not before the handshake is complete"
+        );
+        server.stamp(client);
         assert!(server.stamping(client));
         let t = server.trailer(client, t0).expect("stamping");
         assert_eq!(t.echo, Some((111, 5000)));
@@ -499,11 +549,40 @@ mod tests {
     }
 
     #[test]
+    fn a_reset_peer_is_neither_stamped_nor_stripped() {
+        // A new client on the address of an earlier stamped one (port reuse) starts clean.
+        let feed = OwdFeed::default();
+        let server = Stamps::new(Some(feed.clone()));
+        let client = addr(1001);
+        server.stamp(client);
+        server.mark_connected(client);
+        server.reset(client);
+        assert!(!server.stamping(client));
+        let d = stamped(Trailer {
+            sent_us: 5,
+            echo: Some((1, 2)),
+        });
+        assert_eq!(server.received(client, &d, server.epoch), d.len());
+        assert!(feed.drain().is_empty());
+        assert_eq!(
+            server.stats().stray_datagrams,
+            0,
+            "still a connected address"
+        );
+        assert_eq!(server.stamped_peers(), 1);
+    }
+
+    /// The reports in `feed`, newest last.
+    fn reports(feed: &OwdFeed) -> Vec<EchoReport> {
+        feed.drain()
+    }
+
+    #[test]
     fn echoes_become_relative_one_way_delays_on_the_sender_clock() {
         let feed = OwdFeed::default();
         let sender = Stamps::new(Some(feed.clone()));
         let peer = addr(2000);
-        sender.negotiated(peer);
+        sender.accept(peer);
         let at = |ms: u64| sender.epoch + Duration::from_millis(ms);
         // Sent at 10 ms, received at 1,000,000 us on the peer's clock, echoed 2 ms later;
         // the echo arrives at 60 ms.
@@ -512,21 +591,49 @@ mod tests {
             echo: Some((10_000, 1_000_000)),
         });
         sender.received(peer, &first, at(60));
-        let r = feed.take().expect("a sample");
-        assert_eq!(r.sent, at(10));
-        assert_eq!(r.one_way, ONE_WAY_BASE);
-        assert_eq!(r.hold, Duration::from_millis(2));
         // 7 ms more queuing for a packet sent at 20 ms, echoed at once.
         let second = stamped(Trailer {
             sent_us: 1_017_000,
             echo: Some((20_000, 1_017_000)),
         });
         sender.received(peer, &second, at(70));
-        let r = feed.take().expect("a sample");
-        assert_eq!(r.sent, at(20));
-        assert_eq!(r.one_way, ONE_WAY_BASE + Duration::from_millis(7));
-        assert_eq!(r.hold, Duration::ZERO);
+        let r = reports(&feed);
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].sent, r[0].one_way), (at(10), ONE_WAY_BASE));
+        assert_eq!(r[0].hold, Duration::from_millis(2));
+        assert_eq!(r[1].sent, at(20));
+        assert_eq!(r[1].one_way, ONE_WAY_BASE + Duration::from_millis(7));
+        assert_eq!(r[1].hold, Duration::ZERO);
         assert_eq!(sender.stats().samples, 2);
+    }
+
+    #[test]
+    fn delays_are_right_across_the_wrap_of_both_clocks() {
+        // Microsecond stamps wrap every 2^32 us (71 minutes); differences stay right, and a
+        // delay below the first one is negative relative to it.
+        let feed = OwdFeed::default();
+        let sender = Stamps::new(Some(feed.clone()));
+        let peer = addr(3000);
+        sender.accept(peer);
+        let now = sender.epoch + Duration::from_micros(u64::from(u32::MAX) + 50_000);
+        let sent_us = sender.micros(now).wrapping_sub(100_000); // 100 ms before, before the wrap
+        assert!(sent_us > u32::MAX - 100_000);
+        let received_us = 20_000u32; // after the peer's own wrap
+        let d = stamped(Trailer {
+            sent_us: received_us.wrapping_add(1_000),
+            echo: Some((sent_us, received_us)),
+        });
+        sender.received(peer, &d, now);
+        let d = stamped(Trailer {
+            sent_us: received_us.wrapping_add(2_000),
+            echo: Some((sent_us.wrapping_add(1_000), received_us.wrapping_add(500))),
+        });
+        sender.received(peer, &d, now);
+        let r = reports(&feed);
+        assert_eq!(now - r[0].sent, Duration::from_millis(100));
+        assert_eq!(r[0].hold, Duration::from_millis(1));
+        // The second packet took 0.5 ms less than the first.
+        assert_eq!(r[1].one_way, ONE_WAY_BASE - Duration::from_micros(500));
     }
 
     #[test]

@@ -479,15 +479,26 @@ fn an_overloaded_emulator_says_so() {
     let rx = receiver(sink, false, Arc::clone(&stop));
     let fast = link("fast", 100_000.0, Duration::ZERO, 100_000);
     let emu = emulator::start(config(server, fast.clone(), fast)).unwrap();
-    let client = udp();
-    let start = Instant::now();
-    let mut sent = 0u64;
-    while start.elapsed() < Duration::from_millis(500) {
-        for _ in 0..64 {
-            client.send_to(&[0u8; 16], emu.listen_addr()).unwrap();
-            sent += 1;
-        }
-    }
+    // Two senders, so the offered load exceeds what the relay can take even when other work
+    // slows one of them down.
+    let to = emu.listen_addr();
+    let senders: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let client = udp();
+                let start = Instant::now();
+                let mut sent = 0u64;
+                while start.elapsed() < Duration::from_millis(500) {
+                    for _ in 0..64 {
+                        client.send_to(&[0u8; 16], to).unwrap();
+                        sent += 1;
+                    }
+                }
+                sent
+            })
+        })
+        .collect();
+    let sent: u64 = senders.into_iter().map(|t| t.join().unwrap()).sum();
     std::thread::sleep(Duration::from_millis(100));
     let stats = emu.shutdown();
     stop.store(true, Ordering::Relaxed);
