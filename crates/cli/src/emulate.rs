@@ -20,7 +20,8 @@ pub struct EmulateArgs {
     /// Where clients send (loopback); port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
-    /// Both directions as RATE,RTT,BUFFER (half the RTT each way), e.g. `10Mbps,50ms,2bdp`:
+    /// Both directions as RATE,RTT,BUFFER (half the RTT each way), e.g. `10Mbps,50ms,2bdp`
+    /// (the default without --scenario):
     /// BUFFER is the data direction's (server to client; client to server with --upload), the
     /// other direction gets 1000 packets, as in `kleinrock transfer`.
     #[arg(long, value_name = "RATE,RTT,BUFFER", conflicts_with = "scenario")]
@@ -81,6 +82,23 @@ fn config(args: &EmulateArgs, s: &Scenario) -> EmulatorConfig {
     }
 }
 
+/// The two directions in a line.
+fn describe(c: &EmulatorConfig) -> String {
+    let one = |l: &kleinrock_sim::LinkConfig| {
+        format!(
+            "{:.3} Mbps, {:?}, buffer {:?}",
+            l.rate.bits_per_sec() / 1e6,
+            l.delay,
+            l.buffer
+        )
+    };
+    format!(
+        "client->server {}; server->client {}",
+        one(&c.forward),
+        one(&c.reverse)
+    )
+}
+
 fn direction_json(d: &DirectionStats) -> serde_json::Value {
     let link = link_metrics(&d.link);
     serde_json::json!({
@@ -119,14 +137,16 @@ fn stopped_event(s: &EmulatorStats) -> serde_json::Value {
 async fn emulate(args: EmulateArgs) -> Result<(), String> {
     let s = scenario(&args)?;
     let stop = live::Stop::watch(live::duration(args.duration.as_deref())?)?;
-    let handle = emulator::start(config(&args, &s)).map_err(|e| e.to_string())?;
+    let config = config(&args, &s);
+    let handle = emulator::start(config.clone()).map_err(|e| e.to_string())?;
     let addr = handle.listen_addr();
     live::event(
         args.json,
         serde_json::json!({ "event": "listening", "addr": addr.to_string() }),
         &format!(
-            "emulating {} on {addr} -> {}; stop with Ctrl-C",
-            s.links[s.flows[0].forward[0]].name, args.server
+            "emulating on {addr} -> {}: {}; stop with Ctrl-C",
+            args.server,
+            describe(&config)
         ),
     );
     stop.wait().await;

@@ -31,16 +31,17 @@ pub struct TransferArgs {
     /// (instead of --cc, --param, --link and --size).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cc", "param", "link", "size"])]
     scenario: Option<PathBuf>,
-    /// Controller, one of `kleinrock list`.
+    /// Controller, one of `kleinrock list` (default: cubic).
     #[arg(long)]
     cc: Option<String>,
     /// A controller parameter, `name=value` (repeatable), e.g. `--param beta=0.7`.
     #[arg(long, value_name = "NAME=VALUE")]
     param: Vec<String>,
-    /// The bottleneck as RATE,RTT,BUFFER, e.g. `10Mbps,50ms,2bdp` (buffer as in scenarios).
+    /// The bottleneck as RATE,RTT,BUFFER, e.g. `10Mbps,50ms,2bdp` (buffer as in scenarios;
+    /// default: 10Mbps,50ms,2bdp).
     #[arg(long, value_name = "RATE,RTT,BUFFER")]
     link: Option<String>,
-    /// Bytes to transfer, e.g. `20MB`.
+    /// Bytes to transfer, e.g. `20MB` (default: 20MB).
     #[arg(long)]
     size: Option<String>,
     /// Also run the identical scenario in the simulator and print both side by side.
@@ -89,6 +90,13 @@ fn checked(s: Scenario) -> Result<Scenario, String> {
     if !matches!(flow.transport, FlowTransport::Reliable { .. }) || flow.app.total_bytes().is_none()
     {
         return Err("a transfer flow is reliable and sized (size = \"20MB\")".into());
+    }
+    if flow.arrivals.is_some() || !flow.events.is_empty() || !s.route_changes.is_empty() {
+        return Err(
+            "a transfer runs one connection on fixed links: short-flow arrivals, parameter \
+             events and delay schedules are simulator-only"
+                .into(),
+        );
     }
     Ok(s)
 }
@@ -192,19 +200,29 @@ fn real_summary(
         loss_events: counters.loss_events,
         loss_event_distance_s: None,
         completion_s: Some(secs),
+        transfers_completed: None,
         delivered_bytes: report.bytes,
         retransmitted_bytes: counters.bytes_lost,
     };
-    let mut data_link = link_metrics(&stats.reverse.link);
-    data_link.name = s.links[s.flows[0].forward[0]].name.clone();
-    let mut ack_link = link_metrics(&stats.forward.link);
-    ack_link.name = s.links[s.flows[0].reverse[0]].name.clone();
+    // The emulator's links live from its start to its shutdown; the run is the transfer, from
+    // the client's first packet to the last byte.
+    let span = (report.handshake + report.elapsed).as_secs_f64();
+    let over_run = |link: &kleinrock_sim::stats::LinkStats, name: &str| {
+        let mut m = link_metrics(link);
+        let scale = stats.elapsed.as_secs_f64() / span.max(1e-9);
+        m.utilisation *= scale;
+        m.mean_queue_fill *= scale;
+        m.name = name.to_string();
+        m
+    };
+    let data_link = over_run(&stats.reverse.link, &s.links[s.flows[0].forward[0]].name);
+    let ack_link = over_run(&stats.forward.link, &s.links[s.flows[0].reverse[0]].name);
     Summary {
         scenario: format!("{} (real QUIC over the emulator)", s.name),
         point: Vec::new(),
         overrides: s.overrides.clone(),
         seed: s.seed,
-        end_s: stats.elapsed.as_secs_f64(),
+        end_s: span,
         warmup_s: 0.0,
         flows: vec![flow],
         links: vec![data_link, ack_link],

@@ -1,6 +1,11 @@
 //! Metrics, each defined once here. All are taken over the measurement window (after
 //! `warmup`); a flow's *active time* is the part of the window between its start and the
 //! earliest of its stop, its completion and the end of the run.
+//!
+//! A flow entry with short-flow arrivals has one row for all its transfers: byte and packet
+//! counts are summed and RTT and queuing-delay samples pooled over them; its active time runs
+//! from its first arrival to the end of its last transfer once no more arrive (else to the
+//! end of the run); its completion time is the mean over the transfers completed in the window.
 
 use crate::scenario::Scenario;
 use kleinrock_cc::units::duration_nanos;
@@ -49,8 +54,12 @@ pub struct FlowMetrics {
     /// Loss-event distance: mean time between consecutive congestion events, s.
     pub loss_event_distance_s: Option<f64>,
     /// Flow completion time of a sized transfer: from its start to the arrival of its last
-    /// byte, s.
+    /// byte, s; for short-flow arrivals, the mean over the transfers whose last byte arrived
+    /// in the window.
     pub completion_s: Option<f64>,
+    /// Short-flow arrivals: transfers whose last byte arrived in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfers_completed: Option<u64>,
     /// Application bytes delivered in the window.
     pub delivered_bytes: u64,
     /// Payload bytes retransmitted in the window.
@@ -100,7 +109,8 @@ pub struct Summary {
     /// Per link.
     pub links: Vec<LinkMetrics>,
     /// Jain's fairness index (sum x)^2 / (n sum x^2) over the goodputs of the flows that have
-    /// a controller and were active in the window; `None` with fewer than two such flows.
+    /// a controller and were active in the window (short-flow arrivals excluded); `None` with
+    /// fewer than two such flows.
     pub jain_index: Option<f64>,
     /// What the reader should know about how the run went (e.g. a controller that fell back
     /// to another signal); none for a simulated run.
@@ -200,9 +210,13 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
                 owqd_p95_ms: ms(s.queuing_delay.quantile(0.95)),
                 loss_events: c.loss_events,
                 loss_event_distance_s: mean_gap_s(&s.loss_event_times),
-                completion_s: s
-                    .completion_ns
-                    .map(|t| secs(t.saturating_sub(duration_nanos(plan.start)))),
+                transfers_completed: s.transfers.as_ref().map(|t| t.completed),
+                completion_s: match &s.transfers {
+                    Some(t) => t.completion_times.mean().map(|ns| ns / 1e9),
+                    None => s
+                        .completion_ns
+                        .map(|t| secs(t.saturating_sub(duration_nanos(plan.start)))),
+                },
                 delivered_bytes: c.bytes_delivered,
                 retransmitted_bytes: c.bytes_retransmitted,
             }
@@ -211,8 +225,9 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
     let links = result.links.iter().map(link_metrics).collect();
     let goodputs: Vec<f64> = flows
         .iter()
-        .filter(|f| f.cc != "datagram" && f.active_s > 0.0)
-        .map(|f| f.goodput_bps)
+        .zip(&scenario.flows)
+        .filter(|(f, plan)| f.cc != "datagram" && plan.arrivals.is_none() && f.active_s > 0.0)
+        .map(|(f, _)| f.goodput_bps)
         .collect();
     Summary {
         scenario: scenario.name.clone(),

@@ -3,11 +3,13 @@
 //! fails validation never reaches the simulator.
 
 use crate::sweep::{expand, SweepPoint};
+use kleinrock_cc::registry::find;
 use kleinrock_cc::units::{parse_bytes, parse_duration, parse_rate};
-use kleinrock_cc::{build, ControllerConfig, ParamValue, Params, Rate};
+use kleinrock_cc::{build, BuildError, ControllerConfig, ParamValue, Params, Rate};
 use kleinrock_sim::{
-    AppConfig, BufferLimit, FlowConfig, FlowKind, LinkConfig, LossConfig, PolicerConfig,
-    QdiscConfig, SimConfig, TransportConfig,
+    AppConfig, ArrivalConfig, BufferLimit, ControllerFactory, FlowConfig, FlowKind, Interarrival,
+    LinkConfig, LossConfig, ParamChange, PolicerConfig, QdiscConfig, RouteChange, SimConfig,
+    TransportConfig,
 };
 use serde::Deserialize;
 use std::fmt;
@@ -73,6 +75,8 @@ struct LinkSpec {
     policer: Option<PolicerSpec>,
     #[serde(default)]
     rate_schedule: Vec<RateStepSpec>,
+    #[serde(default)]
+    delay_schedule: Vec<DelayStepSpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +113,28 @@ struct RateStepSpec {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct DelayStepSpec {
+    at: String,
+    delay: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventSpec {
+    at: String,
+    params: toml::Table,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArrivalsSpec {
+    size: String,
+    interarrival: toml::Value,
+    count: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FlowSpec {
     name: Option<String>,
     cc: Option<String>,
@@ -129,6 +155,9 @@ struct FlowSpec {
     pacing: Option<bool>,
     delayed_ack: Option<bool>,
     receive_timestamps: Option<bool>,
+    #[serde(default)]
+    events: Vec<EventSpec>,
+    arrivals: Option<ArrivalsSpec>,
 }
 
 /// How a flow's transport is set up.
@@ -161,12 +190,16 @@ pub struct FlowPlan {
     pub forward: Vec<usize>,
     /// Link indices of the reverse path.
     pub reverse: Vec<usize>,
-    /// Application.
+    /// Application (of each transfer, with `arrivals`).
     pub app: AppConfig,
-    /// Start time.
+    /// Start time (the first arrival, with `arrivals`).
     pub start: Duration,
-    /// Stop time.
+    /// Stop time (no arrivals from then on, with `arrivals`).
     pub stop: Option<Duration>,
+    /// Controller parameter changes during the run, one per parameter, in time order.
+    pub events: Vec<ParamChange>,
+    /// Short-flow arrivals: the flow is a process of transfers, each a new connection.
+    pub arrivals: Option<ArrivalConfig>,
 }
 
 impl FlowPlan {
@@ -200,6 +233,8 @@ pub struct Scenario {
     pub trace_interval: Option<Duration>,
     /// Links.
     pub links: Vec<LinkConfig>,
+    /// Link delay changes during the run.
+    pub route_changes: Vec<RouteChange>,
     /// Flows.
     pub flows: Vec<FlowPlan>,
 }
@@ -213,26 +248,13 @@ impl Scenario {
             .enumerate()
             .map(|(i, f)| FlowConfig {
                 name: f.name.clone(),
-                kind: match &f.transport {
-                    FlowTransport::Reliable {
-                        cc,
-                        params,
-                        transport,
-                    } => FlowKind::Reliable {
-                        controller: build(cc, params, &controller_config(transport, self.seed, i))
-                            .expect("controllers are checked when the scenario is loaded"),
-                        transport: *transport,
-                    },
-                    FlowTransport::Datagram { packet_size } => FlowKind::Datagram {
-                        packet_size: *packet_size,
-                        header_size: TransportConfig::default().header_size,
-                    },
-                },
+                kind: flow_kind(f, self.seed, i),
                 forward: f.forward.clone(),
                 reverse: f.reverse.clone(),
                 app: f.app,
                 start: f.start,
                 stop: f.stop,
+                events: f.events.clone(),
             })
             .collect();
         SimConfig {
@@ -241,11 +263,13 @@ impl Scenario {
             warmup: self.warmup,
             trace_interval: self.trace_interval,
             links: self.links.clone(),
+            route_changes: self.route_changes.clone(),
             flows,
         }
     }
 
-    /// Round-trip propagation delay of flow `i` (forward plus reverse path delays).
+    /// Round-trip propagation delay of flow `i` (forward plus reverse path delays), with the
+    /// links' initial delays (before any route change).
     pub fn base_rtt(&self, i: usize) -> Duration {
         let f = &self.flows[i];
         f.forward
@@ -254,6 +278,51 @@ impl Scenario {
             .map(|&l| self.links[l].delay)
             .sum()
     }
+}
+
+/// The simulator's flow kind of plan `f`, the `i`-th flow, with its controllers built fresh.
+fn flow_kind(f: &FlowPlan, seed: u64, i: usize) -> FlowKind {
+    let (cc, params, transport) = match &f.transport {
+        FlowTransport::Reliable {
+            cc,
+            params,
+            transport,
+        } => (cc, params, transport),
+        FlowTransport::Datagram { packet_size } => {
+            return FlowKind::Datagram {
+                packet_size: *packet_size,
+                header_size: TransportConfig::default().header_size,
+            }
+        }
+    };
+    let config = controller_config(transport, seed, i);
+    match f.arrivals {
+        None => FlowKind::Reliable {
+            controller: build(cc, params, &config)
+                .expect("controllers are checked when the scenario is loaded"),
+            transport: *transport,
+        },
+        Some(arrivals) => FlowKind::Arrivals {
+            controllers: controller_factory(cc, params, config),
+            transport: *transport,
+            arrivals,
+        },
+    }
+}
+
+/// Builds the controller of each transfer of an arrival process: transfer `k` gets a seed
+/// derived from the process's seed and `k`.
+fn controller_factory(cc: &str, params: &Params, config: ControllerConfig) -> ControllerFactory {
+    let (cc, params) = (cc.to_string(), params.clone());
+    Box::new(move |k| {
+        let config = ControllerConfig {
+            seed: config
+                .seed
+                .wrapping_add((k + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)),
+            ..config
+        };
+        build(&cc, &params, &config).expect("controllers are checked when the scenario is loaded")
+    })
 }
 
 /// The controller settings of a flow: its transport's packet size, and a seed derived from the
@@ -424,8 +493,10 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
         }
     }
     let mut links = Vec::new();
+    let mut route_changes = Vec::new();
     for (i, l) in spec.links.iter().enumerate() {
         links.push(resolve_link(l, i, &flows, &spec.links)?);
+        route_changes.extend(resolve_delay_schedule(&l.delay_schedule, i)?);
     }
     Ok(Scenario {
         name: spec.name.unwrap_or_else(|| default_name.to_string()),
@@ -437,8 +508,33 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
         warmup,
         trace_interval,
         links,
+        route_changes,
         flows,
     })
+}
+
+/// A link's delay schedule as route changes, checked to be in time order.
+fn resolve_delay_schedule(steps: &[DelayStepSpec], i: usize) -> FieldResult<Vec<RouteChange>> {
+    let mut out: Vec<RouteChange> = Vec::new();
+    for (k, step) in steps.iter().enumerate() {
+        let at = |f: &str| format!("links[{i}].delay_schedule[{k}].{f}");
+        let change = RouteChange {
+            link: i,
+            at: field(at("at"), parse_duration(&step.at))?,
+            delay: field(at("delay"), parse_duration(&step.delay))?,
+        };
+        if let Some(prev) = out.last().filter(|p| p.at >= change.at) {
+            return Err((
+                at("at"),
+                format!(
+                    "{:?} is not after the previous step ({:?}); steps are listed in time order",
+                    change.at, prev.at
+                ),
+            ));
+        }
+        out.push(change);
+    }
+    Ok(out)
 }
 
 fn resolve_link(
@@ -674,7 +770,15 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
     if stop.is_some_and(|s| s <= start) {
         return Err((at("stop"), "must be after start".into()));
     }
-    let app = resolve_app(f, &at)?;
+    let mut app = resolve_app(f, &at)?;
+    let arrivals = match &f.arrivals {
+        Some(a) => {
+            let (arrivals, size) = resolve_arrivals(a, f, &at)?;
+            app = AppConfig::Bulk { bytes: Some(size) };
+            Some(arrivals)
+        }
+        None => None,
+    };
     let (transport, reverse) = match f.transport.as_deref().unwrap_or("reliable") {
         "reliable" => (
             resolve_reliable(f, &at)?,
@@ -688,6 +792,7 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
             ))
         }
     };
+    let events = resolve_events(f, &transport, &at)?;
     let count = f.count.unwrap_or(1);
     if count == 0 {
         return Err((at("count"), "must be at least 1".into()));
@@ -713,8 +818,177 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
             app,
             start: start + stagger * k,
             stop: stop.map(|s| s + stagger * k),
+            events: events.clone(),
+            arrivals,
         })
         .collect())
+}
+
+/// A flow's short-flow arrivals and the size of each transfer.
+fn resolve_arrivals(
+    a: &ArrivalsSpec,
+    f: &FlowSpec,
+    at: &dyn Fn(&str) -> String,
+) -> FieldResult<(ArrivalConfig, u64)> {
+    if f.size.is_some() {
+        let message = "with arrivals, each transfer's size is given as arrivals.size";
+        return Err((at("size"), message.into()));
+    }
+    if f.app.as_deref().is_some_and(|a| a != "bulk") {
+        let message = "short-flow arrivals are bulk transfers; accepted: bulk";
+        return Err((at("app"), message.into()));
+    }
+    if f.transport.as_deref().is_some_and(|t| t != "reliable") {
+        let message = "short-flow arrivals are reliable connections; accepted: reliable";
+        return Err((at("transport"), message.into()));
+    }
+    let size = field(at("arrivals.size"), parse_bytes(&a.size))?;
+    if size == 0 {
+        return Err((at("arrivals.size"), "must be positive".into()));
+    }
+    if a.count == Some(0) {
+        return Err((at("arrivals.count"), "must be at least 1".into()));
+    }
+    let interarrival = field(
+        at("arrivals.interarrival"),
+        resolve_interarrival(&a.interarrival),
+    )?;
+    let count = a.count;
+    Ok((
+        ArrivalConfig {
+            interarrival,
+            count,
+        },
+        size,
+    ))
+}
+
+const INTERARRIVALS: &str = "a duration (\"2.5s\"), { uniform = [\"2s\", \"3s\"] } or \
+                             { exponential = \"2.5s\" } (its mean)";
+
+/// An inter-arrival time: fixed, uniform in a range, or exponential with a mean.
+fn resolve_interarrival(v: &toml::Value) -> Result<Interarrival, String> {
+    let positive = |text: &str| match parse_duration(text)? {
+        d if d.is_zero() => Err(format!("`{text}` must be positive")),
+        d => Ok(d),
+    };
+    let table = match v {
+        toml::Value::String(s) => return Ok(Interarrival::Fixed(positive(s)?)),
+        toml::Value::Table(t) if t.len() == 1 => t,
+        _ => return Err(format!("expected {INTERARRIVALS}")),
+    };
+    match table.iter().next() {
+        Some((k, toml::Value::String(s))) if k == "exponential" => {
+            Ok(Interarrival::Exponential(positive(s)?))
+        }
+        Some((k, toml::Value::Array(range))) if k == "uniform" => resolve_uniform(range),
+        _ => Err(format!("expected {INTERARRIVALS}")),
+    }
+}
+
+/// `uniform = [low, high]`: two durations, low <= high, high > 0.
+fn resolve_uniform(range: &[toml::Value]) -> Result<Interarrival, String> {
+    let [toml::Value::String(low), toml::Value::String(high)] = range else {
+        return Err(format!(
+            "uniform takes two durations; expected {INTERARRIVALS}"
+        ));
+    };
+    let (low, high) = (parse_duration(low)?, parse_duration(high)?);
+    if low > high || high.is_zero() {
+        return Err(format!(
+            "uniform = [{low:?}, {high:?}] needs low <= high and high > 0"
+        ));
+    }
+    Ok(Interarrival::Uniform(low, high))
+}
+
+/// A flow's controller parameter changes, one per parameter, in time order (ties in the
+/// order written). Each name must be one of the controller's runtime parameters, and the
+/// parameters in force after each event (the flow's, with every change up to then) must
+/// build.
+fn resolve_events(
+    f: &FlowSpec,
+    transport: &FlowTransport,
+    at: &dyn Fn(&str) -> String,
+) -> FieldResult<Vec<ParamChange>> {
+    if f.events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let FlowTransport::Reliable {
+        cc,
+        params,
+        transport,
+    } = transport
+    else {
+        return Err((at("events"), "a datagram flow has no controller".into()));
+    };
+    if f.arrivals.is_some() {
+        let message = "parameter changes apply to one connection, not to short-flow arrivals";
+        return Err((at("events"), message.into()));
+    }
+    let runtime = find(cc).map_or(&[][..], |info| info.runtime_params);
+    let mut current = params.clone();
+    let mut out = Vec::new();
+    for (k, when, changes) in parse_events(&f.events, at)? {
+        let here = format!("{}[{k}].params", at("events"));
+        for (name, value) in changes {
+            field(format!("{here}.{name}"), check_runtime(cc, runtime, &name))?;
+            current.insert(name.clone(), value.clone());
+            out.push(ParamChange {
+                at: when,
+                name,
+                value,
+            });
+        }
+        let config = controller_config(transport, 0, 0);
+        build(cc, &current, &config).map_err(|e| build_error(e, &here, &at("cc")))?;
+    }
+    Ok(out)
+}
+
+/// Each event's index, time and parameters, sorted by time (stably).
+fn parse_events(
+    events: &[EventSpec],
+    at: &dyn Fn(&str) -> String,
+) -> FieldResult<Vec<(usize, Duration, Params)>> {
+    let mut out = Vec::new();
+    for (k, e) in events.iter().enumerate() {
+        let here = format!("{}[{k}]", at("events"));
+        let when = field(format!("{here}.at"), parse_duration(&e.at))?;
+        let changes = resolve_params(&e.params, &format!("{here}.params"))?;
+        if changes.is_empty() {
+            let message = "must name at least one parameter, e.g. { num_rtt = 40 }";
+            return Err((format!("{here}.params"), message.into()));
+        }
+        out.push((k, when, changes));
+    }
+    out.sort_by_key(|e| e.1);
+    Ok(out)
+}
+
+/// Whether controller `cc`, whose runtime parameters are `runtime`, may change `name` during
+/// a run.
+fn check_runtime(cc: &str, runtime: &[&str], name: &str) -> Result<(), String> {
+    if runtime.contains(&name) {
+        return Ok(());
+    }
+    let accepted = if runtime.is_empty() {
+        "it has no parameters that change during a run".to_string()
+    } else {
+        format!("accepted: {}", runtime.join(", "))
+    };
+    Err(format!(
+        "`{cc}` cannot change `{name}` during a run; {accepted}"
+    ))
+}
+
+/// A controller that did not build, as an error on the parameter at fault (under
+/// `params_at`) or on the controller's name (`cc_at`).
+fn build_error(e: BuildError, params_at: &str, cc_at: &str) -> (String, String) {
+    match e {
+        BuildError::Param(p) => (format!("{params_at}.{}", p.name), p.message),
+        other => (cc_at.to_string(), other.to_string()),
+    }
 }
 
 fn resolve_app(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<AppConfig> {
@@ -755,10 +1029,8 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
     })?;
     let params = resolve_params(&f.params, &at("params"))?;
     let transport = resolve_transport(f, at)?;
-    build(&cc, &params, &controller_config(&transport, 0, 0)).map_err(|e| match e {
-        kleinrock_cc::BuildError::Param(p) => (format!("{}.{}", at("params"), p.name), p.message),
-        other => (at("cc"), other.to_string()),
-    })?;
+    build(&cc, &params, &controller_config(&transport, 0, 0))
+        .map_err(|e| build_error(e, &at("params"), &at("cc")))?;
     Ok(FlowTransport::Reliable {
         cc,
         params,

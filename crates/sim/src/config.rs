@@ -3,7 +3,7 @@
 
 use crate::loss::LossConfig;
 use crate::queue::{BufferLimit, QdiscConfig};
-use kleinrock_cc::{Controller, Rate};
+use kleinrock_cc::{Controller, ParamValue, Rate};
 use std::time::Duration;
 
 /// One direction of a link: a transmitter with a queue, followed by a propagation pipe.
@@ -136,6 +136,52 @@ impl TransportConfig {
     }
 }
 
+/// Builds a fresh controller for the `k`-th transfer (from 0) of a short-flow arrival process.
+pub type ControllerFactory = Box<dyn Fn(u64) -> Box<dyn Controller> + Send>;
+
+/// Time between two arrivals of a short-flow arrival process.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Interarrival {
+    /// Always the same.
+    Fixed(Duration),
+    /// Uniform in `[low, high]`.
+    Uniform(Duration, Duration),
+    /// Exponential with this mean (Poisson arrivals).
+    Exponential(Duration),
+}
+
+/// When the transfers of a short-flow arrival process begin: the first at the flow's start,
+/// each next one an inter-arrival time later, until `count` transfers or the flow's stop.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ArrivalConfig {
+    /// Time between two arrivals.
+    pub interarrival: Interarrival,
+    /// Most transfers, `None` for no limit.
+    pub count: Option<u64>,
+}
+
+/// A controller parameter that changes during a run, as a socket option would.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamChange {
+    /// When it changes.
+    pub at: Duration,
+    /// Parameter name (one of the controller's runtime parameters).
+    pub name: String,
+    /// New value.
+    pub value: ParamValue,
+}
+
+/// A route change: from `at` on, link `link` has propagation delay `delay`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteChange {
+    /// Index of the link.
+    pub link: usize,
+    /// When the delay changes.
+    pub at: Duration,
+    /// The new propagation delay.
+    pub delay: Duration,
+}
+
 /// How a flow moves data.
 pub enum FlowKind {
     /// The QUIC-like reliable transport driven by a congestion controller.
@@ -153,6 +199,16 @@ pub enum FlowKind {
         /// Header bytes in each datagram; the application's bytes fill the rest.
         header_size: u32,
     },
+    /// Short transfers arriving at random times: each a new reliable connection with a fresh
+    /// controller running the flow's (sized) application, several possibly in parallel.
+    Arrivals {
+        /// Builds each transfer's controller.
+        controllers: ControllerFactory,
+        /// Transport settings of every transfer.
+        transport: TransportConfig,
+        /// When transfers begin.
+        arrivals: ArrivalConfig,
+    },
 }
 
 /// One flow: endpoints, paths, application and lifetime.
@@ -165,12 +221,15 @@ pub struct FlowConfig {
     pub forward: Vec<usize>,
     /// Links ACKs cross, in order; empty means ACKs arrive after zero delay.
     pub reverse: Vec<usize>,
-    /// Application.
+    /// Application (of each transfer, for [`FlowKind::Arrivals`]).
     pub app: AppConfig,
-    /// When the flow starts.
+    /// When the flow starts (its first arrival, for [`FlowKind::Arrivals`]).
     pub start: Duration,
-    /// When the application stops offering new data, if ever.
+    /// When the application stops offering new data, if ever (no arrivals from then on, for
+    /// [`FlowKind::Arrivals`]; transfers under way finish).
     pub stop: Option<Duration>,
+    /// Controller parameter changes during the run (reliable flows).
+    pub events: Vec<ParamChange>,
 }
 
 /// A whole simulation.
@@ -185,6 +244,9 @@ pub struct SimConfig {
     pub trace_interval: Option<Duration>,
     /// Links.
     pub links: Vec<LinkConfig>,
+    /// Changes of link propagation delays during the run. They are kept out of
+    /// [`LinkConfig`], which the real-time emulator shares and which models no route change.
+    pub route_changes: Vec<RouteChange>,
     /// Flows.
     pub flows: Vec<FlowConfig>,
 }

@@ -14,6 +14,8 @@ pub enum Target {
     LinkArrival(u32),
     /// A link's rate changes to the next step of its schedule.
     LinkRate(u32),
+    /// A route change (an index into the simulation's list) takes effect.
+    LinkDelay(u32),
     /// A flow's sender timer (pacing, loss detection, PTO, application data).
     Sender(u32),
     /// A flow's receiver timer (delayed ACK).
@@ -22,6 +24,10 @@ pub enum Target {
     FlowStart(u32),
     /// A flow stops sending new data.
     FlowStop(u32),
+    /// A controller parameter change (an index into the simulation's list) takes effect.
+    ParamChange(u32),
+    /// A short-flow arrival process starts its next transfer.
+    Arrival(u32),
     /// Take a trace sample.
     Trace,
     /// The measurement window opens (end of warm-up).

@@ -58,6 +58,26 @@ impl Histogram {
         self.sum_sq += v * v;
     }
 
+    /// Adds every value of `other`, as if each had been recorded here.
+    pub fn merge(&mut self, other: &Histogram) {
+        if other.n == 0 {
+            return;
+        }
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (c, o) in self.counts.iter_mut().zip(&other.counts) {
+            *c += o;
+        }
+        if self.n == 0 || other.min < self.min {
+            self.min = other.min;
+        }
+        self.max = self.max.max(other.max);
+        self.n += other.n;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+    }
+
     /// Number of values.
     pub fn count(&self) -> u64 {
         self.n
@@ -134,5 +154,24 @@ mod tests {
             );
         }
         assert!((h.mean().unwrap() - 50_000_500.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn merging_equals_recording_everything_in_one() {
+        let (mut a, mut b, mut all) = (Histogram::new(), Histogram::new(), Histogram::new());
+        for v in [5u64, 70_000, 3_000_000] {
+            a.record(v);
+            all.record(v);
+        }
+        for v in [40u64, 9_000_000_000] {
+            b.record(v);
+            all.record(v);
+        }
+        a.merge(&b);
+        a.merge(&Histogram::new());
+        assert_eq!(a, all);
+        let mut empty = Histogram::new();
+        empty.merge(&all);
+        assert_eq!(empty, all);
     }
 }

@@ -2,14 +2,17 @@
 //!
 //! Time is integer nanoseconds; the event list is ordered by (time, insertion sequence); every
 //! random element has its own seeded generator. Links ([`link`]) have a rate (constant or
-//! stepped), propagation delay, order-keeping jitter, random loss ([`loss`]) and a queue
-//! ([`queue`]: drop-tail FIFO or fair queuing). Flows have a forward and a reverse path and
-//! run either the reliable QUIC-like transport ([`sender`], [`receiver`]) driven by any
-//! `kleinrock-cc` controller, or unresponsive datagrams ([`datagram`]).
+//! stepped), propagation delay (changed at given times by route changes), order-keeping
+//! jitter, random loss ([`loss`]) and a queue ([`queue`]: drop-tail FIFO or fair queuing).
+//! Flows have a forward and a reverse path and run either the reliable QUIC-like transport
+//! ([`sender`], [`receiver`]) driven by any `kleinrock-cc` controller (whose parameters may
+//! change during the run), unresponsive datagrams ([`datagram`]), or short transfers arriving
+//! at random times, each a new reliable connection ([`arrivals`]).
 //!
 //! Build a [`SimConfig`], then `Simulator::new(config).run()` gives a [`SimResult`].
 
 pub mod app;
+pub mod arrivals;
 pub mod config;
 pub mod datagram;
 pub mod events;
@@ -26,9 +29,10 @@ pub mod stats;
 pub mod trace;
 
 pub use config::{
-    AppConfig, FlowConfig, FlowKind, LinkConfig, PolicerConfig, SimConfig, TransportConfig,
+    AppConfig, ArrivalConfig, ControllerFactory, FlowConfig, FlowKind, Interarrival, LinkConfig,
+    ParamChange, PolicerConfig, RouteChange, SimConfig, TransportConfig,
 };
 pub use loss::LossConfig;
 pub use network::Simulator;
 pub use queue::{BufferLimit, QdiscConfig};
-pub use stats::{FlowStats, LinkStats, SimResult};
+pub use stats::{FlowStats, LinkStats, SimResult, TransferStats};

@@ -1,6 +1,7 @@
 //! A link: random loss on arrival, a queue, a transmitter at the link's rate, and a
 //! propagation pipe that holds packets in a ring buffer with only its head scheduled. At most
-//! one transmit and one arrival event are pending per link.
+//! one transmit and one arrival event are pending per link. A packet never arrives before the
+//! one ahead of it, whatever jitter or a route change does to its own propagation time.
 
 use crate::config::{LinkConfig, PolicerConfig};
 use crate::events::{EventQueue, Target};
@@ -12,6 +13,7 @@ use kleinrock_cc::Rate;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
+use std::time::Duration;
 
 /// What happened to a packet offered to a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,7 +158,7 @@ impl Link {
         } else {
             0
         };
-        // Jitter never reorders: a packet arrives no earlier than the one before it.
+        // FIFO: a packet arrives no earlier than the one before it (jitter, route changes).
         let arrival = (now + self.delay_ns + jitter).max(self.last_arrival_ns);
         self.last_arrival_ns = arrival;
         if self.pipe.is_empty() {
@@ -205,6 +207,13 @@ impl Link {
         if let Some(&(t, _)) = self.schedule.get(self.next_step) {
             events.push(t, Target::LinkRate(self.id));
         }
+    }
+
+    /// A route change: packets that finish serialising from now on propagate for `delay`.
+    /// Packets already in the pipe keep their arrival times, and a later packet never
+    /// overtakes them: after a drop in delay, it arrives together with the last of them.
+    pub fn set_delay(&mut self, delay: Duration) {
+        self.delay_ns = duration_nanos(delay);
     }
 
     /// Opens the measurement window at `now`.
@@ -296,7 +305,44 @@ impl Bucket {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::LinkConfig;
+    use crate::queue::BufferLimit;
     use kleinrock_cc::Rate;
+    use rand::SeedableRng;
+
+    #[test]
+    fn after_a_drop_in_delay_no_packet_overtakes_the_ones_ahead() {
+        // 12 Mbps: a 1500-byte packet serialises in 1 ms.
+        let rate = Rate::from_bits_per_sec(12e6);
+        let config = LinkConfig::drop_tail(
+            "l",
+            rate,
+            Duration::from_millis(50),
+            BufferLimit::Packets(9),
+        );
+        let rng = || ChaCha8Rng::seed_from_u64(1);
+        let mut link = Link::new(0, &config, rng(), rng());
+        let mut events = EventQueue::new();
+        let q = |packet| Queued {
+            packet,
+            size: 1500,
+            class: 0,
+        };
+        link.arrive(0, q(0), &mut events);
+        link.arrive(0, q(1), &mut events);
+        link.on_transmitted(1_000_000, &mut events); // packet 0 arrives at 51 ms
+        link.set_delay(Duration::from_millis(10));
+        link.on_transmitted(2_000_000, &mut events); // packet 1: 12 ms alone, held to 51 ms
+        let mut out = Vec::new();
+        link.take_arrivals(12_000_000, &mut out, &mut events);
+        assert!(out.is_empty(), "packet 1 overtook packet 0");
+        link.take_arrivals(51_000_000, &mut out, &mut events);
+        assert_eq!(out, [0, 1]);
+        link.arrive(60_000_000, q(2), &mut events);
+        link.on_transmitted(61_000_000, &mut events);
+        link.take_arrivals(71_000_000, &mut out, &mut events);
+        assert_eq!(out, [0, 1, 2], "a later packet takes the new delay");
+    }
 
     #[test]
     fn bucket_passes_its_burst_then_its_rate() {

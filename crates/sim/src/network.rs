@@ -1,9 +1,17 @@
 //! The simulator: links, flows and the event loop. A packet moves to its next hop by a direct
-//! call inside the current event; only link transmissions, link arrivals and endpoint timers
-//! are events. Integer nanoseconds throughout; one seeded generator per random element.
+//! call inside the current event; only link transmissions, link arrivals, endpoint timers and
+//! scheduled changes (rate steps, route changes, parameter changes, short-flow arrivals) are
+//! events. Integer nanoseconds throughout; one seeded generator per random element.
+//!
+//! Flows `0..n` are the configured ones, in order; each transfer of a short-flow arrival
+//! process is appended as a flow of its own, with an index never reused, so a late packet of a
+//! finished transfer cannot reach a newer one.
 
 use crate::app::Application;
-use crate::config::{FlowKind, SimConfig};
+use crate::arrivals::{Arrivals, TransferReport};
+use crate::config::{
+    AppConfig, FlowConfig, FlowKind, ParamChange, RouteChange, SimConfig, TransportConfig,
+};
 use crate::datagram::DatagramSource;
 use crate::events::{EventQueue, Target};
 use crate::hist::Histogram;
@@ -15,6 +23,7 @@ use crate::sender::Sender;
 use crate::stats::{FlowCounters, FlowStats, SimResult};
 use crate::trace::{Series, Trace};
 use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::Controller;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -26,6 +35,11 @@ fn loss_stream(i: usize) -> u64 {
 /// Generator stream of link `i`'s jitter.
 fn jitter_stream(i: usize) -> u64 {
     (2 << 32) | i as u64
+}
+
+/// Generator stream of flow `i`'s short-flow arrivals.
+fn arrivals_stream(i: usize) -> u64 {
+    (3 << 32) | i as u64
 }
 
 enum Endpoints {
@@ -41,6 +55,38 @@ enum Endpoints {
         min_owd_ns: Option<u64>,
         queuing_delay: Histogram,
     },
+    /// A short-flow arrival process; its transfers are flows of their own.
+    Arrivals(Box<Arrivals>),
+    /// A finished transfer of an arrival process: only its paths remain.
+    Retired,
+}
+
+impl Endpoints {
+    /// Samples from now on are measured (the window opened).
+    fn start_measuring(&mut self) {
+        if let Endpoints::Reliable { sender, receiver } = self {
+            sender.start_measuring();
+            receiver.start_measuring();
+        }
+    }
+}
+
+/// The endpoints of a reliable connection running `app` under `controller`.
+fn reliable(
+    id: u32,
+    controller: Box<dyn Controller>,
+    transport: TransportConfig,
+    app: AppConfig,
+) -> Endpoints {
+    Endpoints::Reliable {
+        sender: Box::new(Sender::new(
+            id,
+            controller,
+            transport,
+            Application::new(app),
+        )),
+        receiver: Box::new(Receiver::new(id, transport, app.total_bytes())),
+    }
 }
 
 struct Flow {
@@ -53,9 +99,97 @@ struct Flow {
     endpoints: Endpoints,
     at_warmup: FlowCounters,
     done: bool,
+    /// The arrival process this flow is a transfer of.
+    group: Option<u32>,
 }
 
 impl Flow {
+    /// A configured flow; its start (or first arrival) and stop are scheduled on `events`.
+    fn new(id: u32, f: FlowConfig, arrivals_rng: ChaCha8Rng, events: &mut EventQueue) -> Flow {
+        let endpoints = match f.kind {
+            FlowKind::Reliable {
+                controller,
+                transport,
+            } => reliable(id, controller, transport, f.app),
+            FlowKind::Datagram {
+                packet_size,
+                header_size,
+            } => Endpoints::Datagram {
+                source: DatagramSource::new(id, packet_size, header_size, Application::new(f.app)),
+                header: header_size,
+                received_packets: 0,
+                received_bytes: 0,
+                min_owd_ns: None,
+                queuing_delay: Histogram::new(),
+            },
+            FlowKind::Arrivals {
+                controllers,
+                transport,
+                arrivals,
+            } => Endpoints::Arrivals(Box::new(Arrivals::new(
+                controllers,
+                transport,
+                f.app,
+                arrivals,
+                arrivals_rng,
+            ))),
+        };
+        let start_ns = duration_nanos(f.start);
+        let first = match endpoints {
+            Endpoints::Arrivals(_) => Target::Arrival(id),
+            _ => Target::FlowStart(id),
+        };
+        events.push(start_ns, first);
+        let stop_ns = f.stop.map(duration_nanos);
+        if let Some(s) = stop_ns {
+            events.push(s, Target::FlowStop(id));
+        }
+        Flow {
+            name: f.name,
+            forward: f.forward.iter().map(|&l| l as u32).collect(),
+            reverse: f.reverse.iter().map(|&l| l as u32).collect(),
+            start_ns,
+            stop_ns,
+            size: f.app.total_bytes(),
+            endpoints,
+            at_warmup: FlowCounters::default(),
+            done: false,
+            group: None,
+        }
+    }
+
+    /// Whether the flow ends by itself (sized, stopped, or a limited arrival process).
+    fn bounded(&self) -> bool {
+        match &self.endpoints {
+            Endpoints::Arrivals(a) => a.bounded() || self.stop_ns.is_some(),
+            _ => self.size.is_some() || self.stop_ns.is_some(),
+        }
+    }
+
+    /// Whether it has finished: every byte acknowledged (reliable), every datagram sent, or
+    /// every transfer of an arrival process done.
+    fn is_done(&self) -> bool {
+        match &self.endpoints {
+            Endpoints::Reliable { sender, .. } => sender.finished_ns().is_some(),
+            Endpoints::Datagram { source, .. } => source.finished(),
+            Endpoints::Arrivals(a) => a.done(),
+            Endpoints::Retired => false,
+        }
+    }
+
+    /// What a transfer measured over the window, while its endpoints exist.
+    fn report(&self) -> Option<TransferReport<'_>> {
+        let Endpoints::Reliable { sender, receiver } = &self.endpoints else {
+            return None;
+        };
+        Some(TransferReport {
+            arrival_ns: self.start_ns,
+            counters: self.counters().since(&self.at_warmup),
+            sender: &sender.stats,
+            receiver,
+        })
+    }
+
     fn counters(&self) -> FlowCounters {
         match &self.endpoints {
             Endpoints::Reliable { sender, receiver } => FlowCounters {
@@ -77,14 +211,17 @@ impl Flow {
                 bytes_delivered: *received_bytes,
                 ..FlowCounters::default()
             },
+            Endpoints::Arrivals(_) | Endpoints::Retired => FlowCounters::default(),
         }
     }
 
-    /// When the flow finished: its last byte acknowledged (reliable) or sent (datagram).
+    /// When the flow finished: its last byte acknowledged (reliable), or its last transfer
+    /// done (arrival process).
     fn finished_ns(&self) -> Option<u64> {
         match &self.endpoints {
             Endpoints::Reliable { sender, .. } => sender.finished_ns(),
-            Endpoints::Datagram { .. } => None,
+            Endpoints::Arrivals(a) => a.done_ns(),
+            Endpoints::Datagram { .. } | Endpoints::Retired => None,
         }
     }
 }
@@ -94,14 +231,18 @@ pub struct Simulator {
     now: u64,
     end_ns: u64,
     warmup_ns: u64,
+    measuring: bool,
     trace_interval_ns: Option<u64>,
     events: EventQueue,
     links: Vec<Link>,
     flows: Vec<Flow>,
+    configured: usize,
+    route_changes: Vec<RouteChange>,
+    param_changes: Vec<(u32, ParamChange)>,
     packets: Pool<Packet>,
     frames: Pool<AckFrame>,
     outbox: Vec<Packet>,
-    arrivals: Vec<u32>,
+    arrived: Vec<u32>,
     trace: Option<Trace>,
     unfinished: usize,
     processed: u64,
@@ -133,55 +274,28 @@ impl Simulator {
         for link in &links {
             link.schedule_rate_steps(&mut events);
         }
+        for (i, c) in config.route_changes.iter().enumerate() {
+            events.push(duration_nanos(c.at), Target::LinkDelay(i as u32));
+        }
         let warmup_ns = duration_nanos(config.warmup);
         // Queued before any flow starts, so a window opening at time zero sees everything.
         events.push(warmup_ns, Target::Warmup);
-        let flows: Vec<Flow> = config
-            .flows
-            .into_iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let id = i as u32;
-                let app = Application::new(f.app);
-                let endpoints = match f.kind {
-                    FlowKind::Reliable {
-                        controller,
-                        transport,
-                    } => Endpoints::Reliable {
-                        sender: Box::new(Sender::new(id, controller, transport, app)),
-                        receiver: Box::new(Receiver::new(id, transport, f.app.total_bytes())),
-                    },
-                    FlowKind::Datagram {
-                        packet_size,
-                        header_size,
-                    } => Endpoints::Datagram {
-                        source: DatagramSource::new(id, packet_size, header_size, app),
-                        header: header_size,
-                        received_packets: 0,
-                        received_bytes: 0,
-                        min_owd_ns: None,
-                        queuing_delay: Histogram::new(),
-                    },
-                };
-                let start_ns = duration_nanos(f.start);
-                events.push(start_ns, Target::FlowStart(id));
-                let stop_ns = f.stop.map(duration_nanos);
-                if let Some(s) = stop_ns {
-                    events.push(s, Target::FlowStop(id));
-                }
-                Flow {
-                    name: f.name,
-                    forward: f.forward.iter().map(|&l| l as u32).collect(),
-                    reverse: f.reverse.iter().map(|&l| l as u32).collect(),
-                    start_ns,
-                    stop_ns,
-                    size: f.app.total_bytes(),
-                    endpoints,
-                    at_warmup: FlowCounters::default(),
-                    done: false,
-                }
-            })
-            .collect();
+        let mut param_changes = Vec::new();
+        let mut flows = Vec::with_capacity(config.flows.len());
+        for (i, mut f) in config.flows.into_iter().enumerate() {
+            let changes = std::mem::take(&mut f.events);
+            flows.push(Flow::new(
+                i as u32,
+                f,
+                seeded(arrivals_stream(i)),
+                &mut events,
+            ));
+            for change in changes {
+                let index = param_changes.len() as u32;
+                events.push(duration_nanos(change.at), Target::ParamChange(index));
+                param_changes.push((i as u32, change));
+            }
+        }
         let trace_interval_ns = config.trace_interval.map(duration_nanos).filter(|&t| t > 0);
         let trace = trace_interval_ns.map(|_| {
             events.push(0, Target::Trace);
@@ -190,29 +304,25 @@ impl Simulator {
                 links: config.links.iter().map(|l| Series::new(&l.name)).collect(),
             }
         });
-        let unfinished = flows
-            .iter()
-            .filter(|f| f.size.is_some() || f.stop_ns.is_some())
-            .count();
-        let open_ended = flows.len() - unfinished;
+        let open_ended = flows.iter().any(|f| !f.bounded());
         Simulator {
             now: 0,
             end_ns: duration_nanos(config.duration),
             warmup_ns,
+            measuring: false,
             trace_interval_ns,
             events,
             links,
+            configured: flows.len(),
+            unfinished: if open_ended { usize::MAX } else { flows.len() },
             flows,
+            route_changes: config.route_changes,
+            param_changes,
             packets: Pool::default(),
             frames: Pool::default(),
             outbox: Vec::new(),
-            arrivals: Vec::new(),
+            arrived: Vec::new(),
             trace,
-            unfinished: if open_ended > 0 {
-                usize::MAX
-            } else {
-                unfinished
-            },
             processed: 0,
         }
     }
@@ -244,6 +354,10 @@ impl Simulator {
             Target::LinkTransmit(l) => self.links[l as usize].on_transmitted(now, &mut self.events),
             Target::LinkArrival(l) => self.on_link_arrival(l),
             Target::LinkRate(l) => self.links[l as usize].on_rate_step(now, &mut self.events),
+            Target::LinkDelay(i) => {
+                let c = self.route_changes[i as usize];
+                self.links[c.link].set_delay(c.delay);
+            }
             Target::Sender(f) => self.on_sender_timer(f),
             Target::Receiver(f) => {
                 if let Endpoints::Reliable { receiver, .. } = &mut self.flows[f as usize].endpoints
@@ -253,6 +367,8 @@ impl Simulator {
             }
             Target::FlowStart(f) => self.on_flow_start(f),
             Target::FlowStop(f) => self.on_flow_stop(f),
+            Target::ParamChange(i) => self.on_param_change(i),
+            Target::Arrival(f) => self.on_arrival(f),
             Target::Trace => self.on_trace(),
             Target::Warmup => self.on_warmup(),
         }
@@ -268,6 +384,7 @@ impl Simulator {
             Endpoints::Datagram { source, .. } => {
                 source.on_timer(now, &mut self.outbox, &mut self.events);
             }
+            Endpoints::Arrivals(_) | Endpoints::Retired => {}
         }
         self.check_done(f);
     }
@@ -281,6 +398,7 @@ impl Simulator {
             Endpoints::Datagram { source, .. } => {
                 source.start(now, &mut self.outbox, &mut self.events)
             }
+            Endpoints::Arrivals(_) | Endpoints::Retired => {}
         }
     }
 
@@ -289,20 +407,98 @@ impl Simulator {
         match &mut self.flows[f as usize].endpoints {
             Endpoints::Reliable { sender, .. } => sender.stop(now, &mut self.events),
             Endpoints::Datagram { source, .. } => source.stop(),
+            Endpoints::Arrivals(a) => a.stop(now),
+            Endpoints::Retired => {}
         }
         self.check_done(f);
     }
 
+    fn on_param_change(&mut self, i: u32) {
+        let (f, change) = &self.param_changes[i as usize];
+        if let Endpoints::Reliable { sender, .. } = &mut self.flows[*f as usize].endpoints {
+            sender.set_param(
+                self.now,
+                &change.name,
+                &change.value,
+                &mut self.outbox,
+                &mut self.events,
+            );
+        }
+    }
+
+    /// The next transfer of arrival process `f` begins, as a new flow on the process's paths.
+    fn on_arrival(&mut self, f: u32) {
+        let (now, id) = (self.now, self.flows.len() as u32);
+        let parent = &mut self.flows[f as usize];
+        let Endpoints::Arrivals(a) = &mut parent.endpoints else {
+            return;
+        };
+        let Some((controller, next)) = a.arrive(now, id, self.measuring) else {
+            return;
+        };
+        if let Some(t) = next {
+            self.events.push(t, Target::Arrival(f));
+        }
+        let mut endpoints = reliable(id, controller, a.transport, a.app);
+        if self.measuring {
+            endpoints.start_measuring();
+        }
+        let transfer = Flow {
+            name: String::new(),
+            forward: parent.forward.clone(),
+            reverse: parent.reverse.clone(),
+            start_ns: now,
+            stop_ns: None,
+            size: parent.size,
+            endpoints,
+            at_warmup: FlowCounters::default(),
+            done: false,
+            group: Some(f),
+        };
+        self.flows.push(transfer);
+        self.on_flow_start(id);
+    }
+
     fn check_done(&mut self, f: u32) {
         let flow = &mut self.flows[f as usize];
-        let done = match &flow.endpoints {
-            Endpoints::Reliable { sender, .. } => sender.finished_ns().is_some(),
-            Endpoints::Datagram { source, .. } => source.finished(),
-        };
-        if done && !flow.done {
-            flow.done = true;
-            if self.unfinished != usize::MAX {
-                self.unfinished -= 1;
+        if flow.done || !flow.is_done() {
+            return;
+        }
+        flow.done = true;
+        if let Some(group) = flow.group {
+            self.retire(f, group);
+            self.check_done(group);
+        } else if self.unfinished != usize::MAX {
+            self.unfinished -= 1;
+        }
+    }
+
+    /// Transfer `f` of arrival process `group` finished: its measurements go to the process
+    /// and its endpoints are dropped (its paths stay, for its packets still on the way).
+    fn retire(&mut self, f: u32, group: u32) {
+        let window = self.measuring.then_some(self.warmup_ns);
+        let (configured, transfers) = self.flows.split_at_mut(self.configured);
+        let transfer = &mut transfers[f as usize - self.configured];
+        if let (Some(report), Endpoints::Arrivals(a)) =
+            (transfer.report(), &mut configured[group as usize].endpoints)
+        {
+            a.finish(f, self.now, window, &report);
+        }
+        transfer.endpoints = Endpoints::Retired;
+    }
+
+    /// At the end of the run, the transfers still under way add what they measured to their
+    /// processes.
+    fn absorb_unfinished_transfers(&mut self) {
+        let (configured, transfers) = self.flows.split_at_mut(self.configured);
+        for flow in configured {
+            let Endpoints::Arrivals(a) = &mut flow.endpoints else {
+                continue;
+            };
+            for id in a.active_flows().to_vec() {
+                if let Some(report) = transfers[id as usize - self.configured].report() {
+                    a.absorb(&report);
+                }
             }
         }
     }
@@ -353,13 +549,13 @@ impl Simulator {
     }
 
     fn on_link_arrival(&mut self, l: u32) {
-        let mut arrivals = std::mem::take(&mut self.arrivals);
-        self.links[l as usize].take_arrivals(self.now, &mut arrivals, &mut self.events);
-        for &idx in &arrivals {
+        let mut arrived = std::mem::take(&mut self.arrived);
+        self.links[l as usize].take_arrivals(self.now, &mut arrived, &mut self.events);
+        for &idx in &arrived {
             self.forward(idx);
         }
-        arrivals.clear();
-        self.arrivals = arrivals;
+        arrived.clear();
+        self.arrived = arrived;
     }
 
     /// A packet reached the end of its path.
@@ -414,15 +610,13 @@ impl Simulator {
     }
 
     fn on_warmup(&mut self) {
+        self.measuring = true;
         for link in &mut self.links {
             link.start_measuring(self.now);
         }
         for flow in &mut self.flows {
             flow.at_warmup = flow.counters();
-            if let Endpoints::Reliable { sender, receiver } = &mut flow.endpoints {
-                sender.start_measuring();
-                receiver.start_measuring();
-            }
+            flow.endpoints.start_measuring();
         }
     }
 
@@ -431,7 +625,7 @@ impl Simulator {
             return;
         };
         let t = self.now as f64 * 1e-9;
-        for (flow, series) in self.flows.iter().zip(&mut trace.flows) {
+        for (flow, series) in self.flows[..self.configured].iter().zip(&mut trace.flows) {
             series.begin(t);
             sample_flow(flow, series);
             series.end();
@@ -452,14 +646,14 @@ impl Simulator {
     }
 
     fn finish(mut self, end: u64) -> SimResult {
+        self.absorb_unfinished_transfers();
         let warmup = self.warmup_ns.min(end);
         let links = self
             .links
             .iter_mut()
             .map(|l| l.finish(end, warmup))
             .collect();
-        let flows = self
-            .flows
+        let flows = self.flows[..self.configured]
             .iter()
             .map(|f| flow_stats(f, warmup, end))
             .collect();
@@ -501,26 +695,36 @@ fn sample_flow(flow: &Flow, series: &mut Series) {
             series.set("sent_bytes", source.bytes_sent() as f64);
             series.set("delivered_bytes", *received_bytes as f64);
         }
+        Endpoints::Arrivals(a) => {
+            series.mode.push("arrivals");
+            series.set("active_transfers", a.active() as f64);
+            series.set("begun_transfers", a.begun() as f64);
+        }
+        Endpoints::Retired => {}
     }
 }
 
 fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
     let completion = match &flow.endpoints {
         Endpoints::Reliable { receiver, .. } => receiver.completion_ns,
-        Endpoints::Datagram { .. } => None,
+        _ => None,
     };
     let active_from = flow.start_ns.max(warmup);
     // A stopped flow is active until its last byte is delivered (its bytes in flight at the
     // stop still count), like a sized one; a datagram flow until its stop.
     let datagram_stop = match flow.endpoints {
         Endpoints::Datagram { .. } => flow.stop_ns,
-        Endpoints::Reliable { .. } => None,
+        _ => None,
     };
     let active_to = [Some(end), completion, flow.finished_ns(), datagram_stop]
         .into_iter()
         .flatten()
         .min()
         .unwrap_or(end);
+    let active_ns = active_to.saturating_sub(active_from);
+    if let Endpoints::Arrivals(a) = &flow.endpoints {
+        return a.stats(&flow.name, active_ns);
+    }
     let mut counters = flow.counters().since(&flow.at_warmup);
     if let Endpoints::Datagram { .. } = flow.endpoints {
         counters.packets_lost = counters
@@ -537,16 +741,18 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
         Endpoints::Datagram { queuing_delay, .. } => {
             (Histogram::new(), queuing_delay.clone(), Vec::new(), 0)
         }
+        Endpoints::Arrivals(_) | Endpoints::Retired => Default::default(),
     };
     FlowStats {
         name: flow.name.clone(),
         counters,
-        active_ns: active_to.saturating_sub(active_from),
+        active_ns,
         completion_ns: completion,
         size_bytes: flow.size,
         rtt,
         queuing_delay,
         loss_event_times,
         max_rtt_ns,
+        transfers: None,
     }
 }

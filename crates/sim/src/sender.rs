@@ -17,7 +17,7 @@ use kleinrock_cc::rtt::{RttEstimator, GRANULARITY};
 use kleinrock_cc::units::duration_nanos;
 use kleinrock_cc::{
     AckEvent, CongestionEvent, CongestionKind, Controller, DeliverySnapshot, Instant,
-    OneWayDelaySample, Rate, SentPacket,
+    OneWayDelaySample, ParamValue, Rate, SentPacket,
 };
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -142,6 +142,21 @@ impl Sender {
     pub fn stop(&mut self, now: u64, events: &mut EventQueue) {
         self.app.stop(self.next_offset);
         self.check_finished(now);
+        self.arm(now, events);
+    }
+
+    /// A controller parameter changes at `now`; the sender then sends what the controller
+    /// allows.
+    pub fn set_param(
+        &mut self,
+        now: u64,
+        name: &str,
+        value: &ParamValue,
+        out: &mut Vec<Packet>,
+        events: &mut EventQueue,
+    ) {
+        self.cc.set_param(Instant::from_nanos(now), name, value);
+        self.send_ready(now, out);
         self.arm(now, events);
     }
 

@@ -37,19 +37,28 @@ pub struct FlowCounters {
 impl FlowCounters {
     /// Counter-wise `self - earlier`.
     pub fn since(&self, earlier: &FlowCounters) -> FlowCounters {
+        self.combine(earlier, |a, b| a - b)
+    }
+
+    /// Counter-wise `self + other`.
+    pub fn plus(&self, other: &FlowCounters) -> FlowCounters {
+        self.combine(other, |a, b| a + b)
+    }
+
+    fn combine(&self, o: &FlowCounters, f: impl Fn(u64, u64) -> u64) -> FlowCounters {
         FlowCounters {
-            packets_sent: self.packets_sent - earlier.packets_sent,
-            bytes_sent: self.bytes_sent - earlier.bytes_sent,
-            bytes_retransmitted: self.bytes_retransmitted - earlier.bytes_retransmitted,
-            packets_lost: self.packets_lost - earlier.packets_lost,
-            packets_received: self.packets_received - earlier.packets_received,
-            bytes_delivered: self.bytes_delivered - earlier.bytes_delivered,
-            bytes_duplicate: self.bytes_duplicate - earlier.bytes_duplicate,
-            bytes_acked: self.bytes_acked - earlier.bytes_acked,
-            loss_events: self.loss_events - earlier.loss_events,
-            ptos: self.ptos - earlier.ptos,
-            persistent_congestion: self.persistent_congestion - earlier.persistent_congestion,
-            acks_sent: self.acks_sent - earlier.acks_sent,
+            packets_sent: f(self.packets_sent, o.packets_sent),
+            bytes_sent: f(self.bytes_sent, o.bytes_sent),
+            bytes_retransmitted: f(self.bytes_retransmitted, o.bytes_retransmitted),
+            packets_lost: f(self.packets_lost, o.packets_lost),
+            packets_received: f(self.packets_received, o.packets_received),
+            bytes_delivered: f(self.bytes_delivered, o.bytes_delivered),
+            bytes_duplicate: f(self.bytes_duplicate, o.bytes_duplicate),
+            bytes_acked: f(self.bytes_acked, o.bytes_acked),
+            loss_events: f(self.loss_events, o.loss_events),
+            ptos: f(self.ptos, o.ptos),
+            persistent_congestion: f(self.persistent_congestion, o.persistent_congestion),
+            acks_sent: f(self.acks_sent, o.acks_sent),
         }
     }
 }
@@ -77,6 +86,20 @@ pub struct FlowStats {
     pub loss_event_times: Vec<u64>,
     /// Largest RTT sample over the whole run, ns.
     pub max_rtt_ns: u64,
+    /// For a short-flow arrival process: its transfers (the fields above then sum or merge
+    /// those of all its transfers over the window).
+    pub transfers: Option<TransferStats>,
+}
+
+/// The transfers of a short-flow arrival process, over the measurement window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TransferStats {
+    /// Transfers that began in the window.
+    pub started: u64,
+    /// Transfers whose last byte arrived in the window.
+    pub completed: u64,
+    /// Completion time of each of those, from its arrival to the arrival of its last byte, ns.
+    pub completion_times: Histogram,
 }
 
 /// Counters of one link.

@@ -73,6 +73,7 @@ fn simulate(
         warmup: Duration::ZERO,
         trace_interval: None,
         links,
+        route_changes: vec![],
         flows: vec![FlowConfig {
             name: "f".into(),
             kind: FlowKind::Reliable {
@@ -84,6 +85,7 @@ fn simulate(
             app,
             start: Duration::ZERO,
             stop: None,
+            events: vec![],
         }],
     })
     .run();
