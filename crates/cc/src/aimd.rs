@@ -1,12 +1,15 @@
-//! The Reno-family skeleton that `highspeed`, `scalable` and `htcp` share, counted in bytes.
+//! The Reno-family skeleton that `newreno`, `highspeed`, `scalable` and `htcp` share, counted
+//! in bytes.
 //!
 //! Linux plugs these algorithms into one TCP core and lets each supply only its
 //! congestion-avoidance increase (`cong_avoid`) and its slow-start threshold (`ssthresh`)
-//! (ALGORITHMS.md §1.4). This module is that core in QUIC's form, as `newreno` runs it: initial
-//! window and slow start (RFC 9002 §7.2, §7.3.1), one reduction per recovery period keyed on
-//! send times (§7.3.2, `newreno::RecoveryEpoch`), persistent congestion to the minimum window
-//! (§7.6.2), no growth while application-limited (§7.8), and the byte-exact additive increase
-//! of `newreno` (`AdditiveIncrease`). An [`AimdRule`] supplies the rest.
+//! (ALGORITHMS.md §1.4). This module is that core in QUIC's form (RFC 9002 §7): initial window
+//! and slow start (§7.2, §7.3.1), one reduction per recovery period keyed on send times
+//! (§7.3.2, `newreno::RecoveryEpoch`), the threshold floored at the minimum window (RFC 5681
+//! §3.1 eq. (4)), persistent congestion to the minimum window (§7.6.2), no growth while
+//! application-limited (§7.8), and the byte-exact additive increase (RFC 5681 §3.1 eq. (3),
+//! `newreno::AdditiveIncrease`). An [`AimdRule`] supplies the rest; NewReno is this skeleton
+//! with Reno's rule (`newreno::RenoRule`).
 //!
 //! Owns [`Aimd`] (the controller around a rule), [`AimdRule`] and [`Increase`].
 
@@ -14,7 +17,7 @@ use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
     SentPacket,
 };
-use crate::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch};
+use crate::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch, INFINITE};
 use crate::units::Instant;
 
 /// A congestion-avoidance increase: `packets` MSS for every `per_bytes` bytes acknowledged.
@@ -53,9 +56,6 @@ pub trait AimdRule: Send {
     fn on_persistent_congestion(&mut self, _now: Instant) {}
 }
 
-/// "No threshold yet": slow start begins with an infinite threshold (RFC 9002 §7.3.1).
-const INFINITE: u64 = u64::MAX;
-
 /// A Reno-family controller: the QUIC window machinery around the rule `R`.
 #[derive(Clone, Debug)]
 pub struct Aimd<R> {
@@ -71,10 +71,16 @@ pub struct Aimd<R> {
 impl<R: AimdRule> Aimd<R> {
     /// A controller in slow start with the transport's initial window (RFC 9002 §7.2).
     pub fn with_rule(config: &ControllerConfig, rule: R) -> Self {
+        Self::with_initial_window(config, config.initial_window(), rule)
+    }
+
+    /// A controller in slow start with a window of `initial_window` bytes (RFC 9002 §7.2) and
+    /// an infinite threshold (§7.3.1).
+    pub fn with_initial_window(config: &ControllerConfig, initial_window: u64, rule: R) -> Self {
         Aimd {
             mss: config.max_datagram_size,
             min_window: config.minimum_window(),
-            cwnd: config.initial_window(),
+            cwnd: initial_window,
             ssthresh: INFINITE,
             recovery: RecoveryEpoch::default(),
             increase: AdditiveIncrease::default(),
@@ -112,12 +118,13 @@ impl<R: AimdRule> Controller for Aimd<R> {
             return;
         }
         if self.cwnd < self.ssthresh {
-            // RFC 9002 §7.3.1: slow start, cwnd += acknowledged bytes.
+            // RFC 9002 §7.3.1: slow start, cwnd += acknowledged bytes (RFC 5681 §3.1 eq. (2)
+            // with byte counting).
             self.cwnd = self.cwnd.saturating_add(ack.acked_bytes);
             return;
         }
         // The rule's `packets` MSS per `per_bytes` acknowledged, the fraction carried in
-        // bytes (Linux `snd_cwnd_cnt`).
+        // bytes (RFC 5681 §3.1 eq. (3) generalised; Linux `tcp_cong_avoid_ai`, `snd_cwnd_cnt`).
         let rate = self.rule.increase(now, self.cwnd, self.mss);
         let credit = ack.acked_bytes.saturating_mul(rate.packets);
         let step = self.increase.on_ack(credit, rate.per_bytes, self.mss);
@@ -128,6 +135,8 @@ impl<R: AimdRule> Controller for Aimd<R> {
         // RFC 9002 §7.3.2: loss and ECN-CE reduce once per recovery period; persistent
         // congestion reduces too unless a loss event already covered these packets.
         if self.recovery.on_congestion(now, event.largest_sent_time) {
+            // The rule's threshold, floored at the minimum window as RFC 5681 §3.1 eq. (4)
+            // floors it at 2 SMSS; cwnd = ssthresh.
             let target = self.rule.ssthresh(now, self.cwnd, self.mss);
             self.ssthresh = target.max(self.min_window);
             self.cwnd = self.ssthresh;
@@ -172,56 +181,136 @@ impl<R: AimdRule> Controller for Aimd<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::newreno::{NewReno, NewRenoParams};
     use crate::westwood::testing::{ack, at, congestion};
 
-    /// NewReno as a rule: one MSS per window, halve (RFC 9002 §7.3.2-7.3.3).
-    struct Reno;
+    /// A rule that records which hook the skeleton called and when: 3 MSS per 10 MSS
+    /// acknowledged (one MSS per 5000 bytes), and a reduction to a quarter of the window.
+    #[derive(Default)]
+    struct Probe {
+        calls: Vec<(&'static str, Instant)>,
+    }
 
-    impl AimdRule for Reno {
-        fn increase(&mut self, _now: Instant, cwnd: u64, _mss: u64) -> Increase {
+    impl AimdRule for Probe {
+        fn increase(&mut self, now: Instant, _cwnd: u64, mss: u64) -> Increase {
+            self.calls.push(("increase", now));
             Increase {
-                packets: 1,
-                per_bytes: cwnd,
+                packets: 3,
+                per_bytes: 10 * mss,
             }
         }
-        fn ssthresh(&mut self, _now: Instant, cwnd: u64, _mss: u64) -> u64 {
-            cwnd / 2
+        fn ssthresh(&mut self, now: Instant, cwnd: u64, _mss: u64) -> u64 {
+            self.calls.push(("ssthresh", now));
+            cwnd / 4
         }
         fn values(&self, _cwnd: u64, _mss: u64) -> Vec<(&'static str, f64)> {
-            Vec::new()
+            vec![("calls", self.calls.len() as f64)]
+        }
+        fn on_sent(&mut self, now: Instant) {
+            self.calls.push(("sent", now));
+        }
+        fn observe_ack(&mut self, now: Instant, _ack: &AckEvent, _cwnd: u64, in_recovery: bool) {
+            let hook = if in_recovery {
+                "ack_in_recovery"
+            } else {
+                "ack"
+            };
+            self.calls.push((hook, now));
+        }
+        fn on_recovery_end(&mut self, now: Instant) {
+            self.calls.push(("recovery_end", now));
+        }
+        fn on_persistent_congestion(&mut self, now: Instant) {
+            self.calls.push(("persistent_congestion", now));
         }
     }
 
     #[test]
-    fn with_the_reno_rule_it_is_newreno_step_for_step() {
-        // The skeleton is RFC 9002 §7 as `newreno` implements it: with Reno's rule the two
-        // must agree exactly on every output after every input (no tolerance).
+    fn the_rule_is_consulted_where_linux_consults_it() {
+        // The hooks fire as Linux calls them (pkts_acked before cong_avoid, cong_avoid only
+        // outside slow start and recovery, ssthresh once per recovery period, the Open and
+        // Loss state changes); the rule's increase is applied byte-exactly and its threshold
+        // floored at the minimum window. Exact, in bytes (MSS 1500, initial window 15000,
+        // minimum window 3000).
         let config = ControllerConfig::default();
-        let mut a = Aimd::with_rule(&config, Reno);
-        let mut b = NewReno::new(&config, NewRenoParams::from_config(&config));
-        let mut limited = ack(1500, at(0), 100);
+        let mut c = Aimd::with_rule(&config, Probe::default());
+        let packet = SentPacket {
+            packet_number: 0,
+            bytes: 1500,
+            is_retransmission: false,
+            in_flight: 1500,
+            snapshot: Default::default(),
+        };
+        c.on_sent(at(1), &packet);
+        // Slow start (RFC 9002 §7.3.1): the rule's increase is not asked.
+        c.on_ack(at(10), &ack(1000, at(1), 100));
+        assert_eq!(c.cwnd(), 16_000);
+        assert_eq!(c.state().mode, "slow_start");
+        // A loss starts a recovery period: ssthresh = 16000 / 4 (RFC 9002 §7.3.2).
+        c.on_congestion(at(20), &congestion(CongestionKind::Loss, at(5)));
+        assert_eq!((c.cwnd(), Controller::ssthresh(&c)), (4000, Some(4000)));
+        // Covered by the period: neither a second reduction nor growth.
+        c.on_congestion(at(21), &congestion(CongestionKind::EcnCe, at(20)));
+        c.on_ack(at(30), &ack(1500, at(15), 100));
+        assert_eq!((c.cwnd(), c.state().mode), (4000, "recovery"));
+        // The first ACK of a later packet ends the period and grows: credit 3 x 1500 of the
+        // 15000 that earn one MSS (the fraction carried, Linux snd_cwnd_cnt).
+        c.on_ack(at(40), &ack(1500, at(25), 100));
+        assert_eq!((c.cwnd(), c.state().mode), (4000, "congestion_avoidance"));
+        // RFC 9002 §7.8: an application-limited ACK is observed but earns nothing.
+        let mut limited = ack(1500, at(30), 100);
         limited.app_limited = true;
-        let mut modes = std::collections::BTreeSet::new();
-        for t in 1..4000u64 {
-            let sent = at(t.saturating_sub(100));
-            for c in [&mut a as &mut dyn Controller, &mut b] {
-                match t % 97 {
-                    0 => c.on_congestion(at(t), &congestion(CongestionKind::Loss, sent)),
-                    50 if t > 2000 => {
-                        let kind = CongestionKind::PersistentCongestion;
-                        c.on_congestion(at(t), &congestion(kind, sent))
-                    }
-                    30 => c.on_ack(at(t), &limited),
-                    _ => c.on_ack(at(t), &ack(1000 + t % 700, sent, 100)),
-                }
-            }
-            assert_eq!(a.cwnd(), b.cwnd(), "t = {t}");
-            assert_eq!(Controller::ssthresh(&a), b.ssthresh(), "t = {t}");
-            assert_eq!(a.state(), b.state(), "t = {t}");
-            modes.insert(a.state().mode);
+        c.on_ack(at(45), &limited);
+        c.on_ack(at(50), &ack(1500, at(30), 100));
+        c.on_ack(at(50), &ack(1500, at(30), 100));
+        assert_eq!(c.cwnd(), 4000);
+        // 6000 bytes acknowledged, credit 18000: one MSS, 3000 carried.
+        c.on_ack(at(60), &ack(1500, at(30), 100));
+        assert_eq!(c.cwnd(), 5500);
+        // Persistent congestion of later packets: one reduction (5500 / 4 = 1375, floored at
+        // 3000), then cwnd = minimum window and the period forgotten (RFC 9002 §7.6.2).
+        let pc = congestion(CongestionKind::PersistentCongestion, at(50));
+        c.on_congestion(at(70), &pc);
+        assert_eq!((c.cwnd(), Controller::ssthresh(&c)), (3000, Some(3000)));
+        assert_eq!(c.state().mode, "congestion_avoidance");
+        // The carried credit went with the reduction: 15000 of fresh credit earn the next MSS.
+        for _ in 0..4 {
+            c.on_ack(at(80), &ack(1000, at(75), 100));
         }
-        // The sequence went through every mode.
-        assert_eq!(modes.len(), 3, "{modes:?}");
+        assert_eq!(c.cwnd(), 3000);
+        c.on_ack(at(80), &ack(1000, at(75), 100));
+        assert_eq!(c.cwnd(), 4500);
+
+        let calls = [
+            ("sent", 1),
+            ("ack", 10),
+            ("ssthresh", 20),
+            ("ack_in_recovery", 30),
+            ("ack_in_recovery", 40),
+            ("recovery_end", 40),
+            ("increase", 40),
+            ("ack", 45),
+            ("ack", 50),
+            ("increase", 50),
+            ("ack", 50),
+            ("increase", 50),
+            ("ack", 60),
+            ("increase", 60),
+            ("ssthresh", 70),
+            ("persistent_congestion", 70),
+        ];
+        let mut expected: Vec<_> = calls.iter().map(|&(hook, ms)| (hook, at(ms))).collect();
+        for _ in 0..5 {
+            expected.extend([("ack", at(80)), ("increase", at(80))]);
+        }
+        assert_eq!(c.rule.calls, expected);
+        // The rule's values follow the window's.
+        assert_eq!(
+            c.state().values,
+            vec![
+                ("ssthresh_bytes", 3000.0),
+                ("cwnd_bytes", 4500.0),
+                ("calls", expected.len() as f64)
+            ]
+        );
     }
 }

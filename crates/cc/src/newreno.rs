@@ -6,14 +6,20 @@
 //! §3.1 and the one-reduction-per-window-of-data rule of RFC 6582 (which QUIC expresses as a
 //! recovery period keyed on send times rather than on sequence numbers).
 //!
+//! [`NewReno`] is [`Aimd`] with Reno's rule ([`RenoRule`]): the window machinery (initial
+//! window, slow start, recovery periods, persistent congestion, application-limited ACKs,
+//! tracing) is [`crate::aimd`]; the rule supplies congestion avoidance, one MSS per window
+//! acknowledged (RFC 9002 §7.3.3, RFC 5681 §3.1 eq. (3)), and the reduction
+//! `ssthresh = cwnd * beta` (RFC 9002 §7.3.2).
+//!
 //! This module also owns the pieces the loss-based controllers share, so they exist once:
 //! `RecoveryEpoch` (QUIC recovery-period bookkeeping), `AdditiveIncrease` (the byte-exact
-//! "one MSS per window acknowledged" accumulator) and `read_open_unit` (a parameter strictly
-//! between 0 and 1). See `docs/newreno.md` for the equations and every choice made.
+//! "one MSS per window acknowledged" accumulator), `read_open_unit` (a parameter strictly
+//! between 0 and 1) and `ssthresh_value` (the traced threshold). See `docs/newreno.md` for the
+//! equations and every choice made.
 
-use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-};
+use crate::aimd::{Aimd, AimdRule, Increase};
+use crate::controller::{Controller, ControllerConfig};
 use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
 use crate::registry::ControllerInfo;
 use crate::units::Instant;
@@ -195,120 +201,45 @@ impl NewRenoParams {
 }
 
 /// "No threshold yet": RFC 9002 §7.3.1 starts with an infinite slow-start threshold.
-const INFINITE: u64 = u64::MAX;
+pub(crate) const INFINITE: u64 = u64::MAX;
+
+/// Reno's rule for [`Aimd`]: one MSS per window acknowledged, reduce to `cwnd * beta`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RenoRule {
+    /// Multiplicative-decrease factor, strictly between 0 and 1.
+    beta: f64,
+}
+
+impl AimdRule for RenoRule {
+    fn increase(&mut self, _now: Instant, cwnd: u64, _mss: u64) -> Increase {
+        // RFC 9002 §7.3.3 / RFC 5681 §3.1 eq. (3): cwnd += MSS * acked / cwnd, exactly one
+        // MSS per cwnd bytes acknowledged.
+        Increase {
+            packets: 1,
+            per_bytes: cwnd,
+        }
+    }
+
+    fn ssthresh(&mut self, _now: Instant, cwnd: u64, _mss: u64) -> u64 {
+        // RFC 9002 §7.3.2: ssthresh = cwnd * kLossReductionFactor (`Aimd` floors it at the
+        // minimum window as RFC 5681 §3.1 eq. (4) floors it at 2 SMSS, and sets cwnd to it).
+        (cwnd as f64 * self.beta) as u64
+    }
+
+    fn values(&self, _cwnd: u64, _mss: u64) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}
 
 /// A NewReno controller (RFC 9002 §7).
-#[derive(Clone, Debug)]
-pub struct NewReno {
-    mss: u64,
-    min_window: u64,
-    beta: f64,
-    cwnd: u64,
-    ssthresh: u64,
-    recovery: RecoveryEpoch,
-    increase: AdditiveIncrease,
-}
+pub type NewReno = Aimd<RenoRule>;
 
 impl NewReno {
     /// A controller in slow start with the initial window of `params`.
     pub fn new(config: &ControllerConfig, params: NewRenoParams) -> Self {
-        NewReno {
-            mss: config.max_datagram_size,
-            min_window: config.minimum_window(),
-            beta: params.beta,
-            // RFC 9002 §7.2: initial window.
-            cwnd: params.initial_window_packets * config.max_datagram_size,
-            ssthresh: INFINITE,
-            recovery: RecoveryEpoch::default(),
-            increase: AdditiveIncrease::default(),
-        }
-    }
-
-    /// Reacts to a congestion signal about packets sent up to `sent_time`, at most once per
-    /// recovery period.
-    fn congestion_event(&mut self, now: Instant, sent_time: Instant) {
-        if !self.recovery.on_congestion(now, sent_time) {
-            return;
-        }
-        // RFC 9002 §7.3.2: ssthresh = cwnd * kLossReductionFactor, floored at the minimum
-        // window as RFC 5681 §3.1 eq. (4) floors it at 2 SMSS; cwnd = ssthresh.
-        self.ssthresh = ((self.cwnd as f64 * self.beta) as u64).max(self.min_window);
-        self.cwnd = self.ssthresh;
-        self.increase.reset();
-    }
-
-    fn mode(&self) -> &'static str {
-        if self.recovery.in_recovery() {
-            "recovery"
-        } else if self.cwnd < self.ssthresh {
-            "slow_start"
-        } else {
-            "congestion_avoidance"
-        }
-    }
-}
-
-impl Controller for NewReno {
-    fn on_ack(&mut self, _now: Instant, ack: &AckEvent) {
-        // RFC 9002 §7.3.2: ACKs of packets sent before the recovery period began do not grow
-        // the window; the first ACK of a later packet ends the period.
-        let may_grow = self.recovery.on_ack(ack.largest_acked_sent_time);
-        // RFC 9002 §7.8: no growth while the window is not fully used.
-        if !may_grow || ack.app_limited {
-            return;
-        }
-        if self.cwnd < self.ssthresh {
-            // RFC 9002 §7.3.1: slow start, cwnd += acknowledged bytes (RFC 5681 §3.1
-            // eq. (2) with byte counting).
-            self.cwnd = self.cwnd.saturating_add(ack.acked_bytes);
-        } else {
-            // RFC 9002 §7.3.3 / RFC 5681 §3.1 eq. (3): cwnd += MSS * acked / cwnd, exactly
-            // one MSS per cwnd bytes acknowledged.
-            let step = self.increase.on_ack(ack.acked_bytes, self.cwnd, self.mss);
-            self.cwnd = self.cwnd.saturating_add(step);
-        }
-    }
-
-    fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) {
-        match event.kind {
-            // RFC 9002 §7.3.2 (loss) and §7.3.2 / §13.4 (ECN-CE): the same reduction.
-            CongestionKind::Loss | CongestionKind::EcnCe => {
-                self.congestion_event(now, event.largest_sent_time)
-            }
-            CongestionKind::PersistentCongestion => {
-                // The reduction applies if no loss event already covered these packets.
-                self.congestion_event(now, event.largest_sent_time);
-                // RFC 9002 §7.6.2: cwnd = kMinimumWindow; ssthresh stays as reduced; the
-                // recovery start is forgotten (Appendix B).
-                self.cwnd = self.min_window;
-                self.recovery.clear();
-                self.increase.reset();
-            }
-        }
-    }
-
-    fn cwnd(&self) -> u64 {
-        self.cwnd
-    }
-
-    /// `None` while the threshold is still infinite (before the first congestion event).
-    fn ssthresh(&self) -> Option<u64> {
-        (self.ssthresh != INFINITE).then_some(self.ssthresh)
-    }
-
-    fn in_slow_start(&self) -> bool {
-        self.cwnd < self.ssthresh
-    }
-
-    fn state(&self) -> ControllerState {
-        ControllerState {
-            mode: self.mode(),
-            values: vec![
-                // -1 while infinite, so the column set never changes during a run.
-                ("ssthresh_bytes", ssthresh_value(self.ssthresh)),
-                ("cwnd_bytes", self.cwnd as f64),
-            ],
-        }
+        // RFC 9002 §7.2: initial window.
+        let initial_window = params.initial_window_packets * config.max_datagram_size;
+        Aimd::with_initial_window(config, initial_window, RenoRule { beta: params.beta })
     }
 }
 
@@ -324,6 +255,7 @@ pub(crate) fn ssthresh_value(ssthresh: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::{AckEvent, CongestionEvent, CongestionKind};
     use crate::params::{ParamValue, Params};
     use crate::registry;
     use std::time::Duration;

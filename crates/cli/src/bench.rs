@@ -34,6 +34,7 @@
 //!    highest link rate whose step was valid with the sink within 3 % of the link rate.
 
 use kleinrock_cc::Rate;
+use kleinrock_lab::dumbbell::Dumbbell;
 use kleinrock_lab::runner;
 use kleinrock_lab::scenario::parse;
 use kleinrock_quic::emulator::{self, wire_bytes, EmulatorConfig, EmulatorStats};
@@ -45,29 +46,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 fn workload(flows: u32, one_way_ms: u32, seconds: f64) -> String {
-    format!(
-        r#"
-name = "bench-{flows}x-{rtt}ms"
-duration = "{seconds}s"
-[[links]]
-name = "bottleneck"
-rate = "100Mbps"
-delay = "{one_way_ms}ms"
-buffer = "1bdp"
-[[links]]
-name = "return"
-rate = "100Mbps"
-delay = "{one_way_ms}ms"
-buffer = "10000pkt"
-[[flows]]
-cc = "cubic"
-path = ["bottleneck"]
-reverse_path = ["return"]
-count = {flows}
-stagger = "10ms"
-"#,
-        rtt = 2 * one_way_ms
-    )
+    let one_way = format!("{one_way_ms}ms");
+    Dumbbell {
+        name: format!("bench-{flows}x-{}ms", 2 * one_way_ms),
+        count: Some(flows),
+        stagger: Some("10ms".into()),
+        ..Dumbbell::new("cubic", "100Mbps", &one_way, "1bdp", &format!("{seconds}s"))
+    }
+    .to_toml()
 }
 
 /// Arguments of `kleinrock bench`.

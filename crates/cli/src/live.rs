@@ -4,6 +4,7 @@
 
 use kleinrock_cc::units::parse_duration;
 use kleinrock_cc::ControllerConfig;
+use kleinrock_lab::dumbbell::Dumbbell;
 use kleinrock_lab::scenario::{parse, FlowTransport, Scenario};
 use kleinrock_quic::adapter::{CcCounters, CcFactory};
 use std::time::Duration;
@@ -29,30 +30,16 @@ pub fn dumbbell_text(cc: &str, link: &str, size: &str) -> Result<String, String>
     };
     let rtt = parse_duration(rtt).map_err(|e| format!("--link: {e}"))?;
     let one_way = format!("{}ns", rtt.as_nanos() / 2);
-    Ok(format!(
-        r#"
-name = "transfer"
-duration = "3600s"
-trace_interval = "10ms"
-[[links]]
-name = "bottleneck"
-rate = "{rate}"
-delay = "{one_way}"
-buffer = "{buffer}"
-[[links]]
-name = "return"
-rate = "{rate}"
-delay = "{one_way}"
-buffer = "1000pkt"
-[[flows]]
-name = "transfer"
-cc = "{cc}"
-path = ["bottleneck"]
-reverse_path = ["return"]
-size = "{size}"
-delayed_ack = true
-"#
-    ))
+    Ok(Dumbbell {
+        name: "transfer".into(),
+        trace_interval: Some("10ms".into()),
+        return_buffer: "1000pkt".into(),
+        flow_name: Some("transfer".into()),
+        size: Some(size.into()),
+        delayed_ack: true,
+        ..Dumbbell::new(cc, rate, &one_way, buffer, "3600s")
+    }
+    .to_toml())
 }
 
 /// [`dumbbell_text`] parsed, with `--param NAME=VALUE` settings of the flow's controller: the

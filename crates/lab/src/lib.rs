@@ -5,6 +5,7 @@
 //! [`metrics`] defines every reported figure, [`report`] renders tables, and [`reproduce`]
 //! runs a paper's experiments and sets our figures beside the paper's.
 
+pub mod dumbbell;
 pub mod metrics;
 pub mod report;
 pub mod reproduce;

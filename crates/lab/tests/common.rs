@@ -1,37 +1,19 @@
 //! Shared helpers for the acceptance tests: build a dumbbell scenario from a few knobs.
 
+use kleinrock_lab::dumbbell::Dumbbell;
 use kleinrock_lab::metrics::Summary;
 use kleinrock_lab::runner::{run, RunOutput};
 use kleinrock_lab::scenario::parse;
 
-/// One bulk flow over `rate` with `one_way` delay each way; `link_extra` and `flow_extra`
-/// are TOML lines added to the bottleneck link and the flow.
+/// One bulk flow named `flow` over `rate` with `one_way` delay each way, in a scenario named
+/// `test` with seed 1 (see [`Dumbbell`] for the layout the helpers below edit).
 pub fn dumbbell(cc: &str, rate: &str, one_way: &str, buffer: &str, duration: &str) -> String {
-    format!(
-        r#"
-name = "test"
-duration = "{duration}"
-seed = 1
-
-[[links]]
-name = "bottleneck"
-rate = "{rate}"
-delay = "{one_way}"
-buffer = "{buffer}"
-
-[[links]]
-name = "return"
-rate = "{rate}"
-delay = "{one_way}"
-buffer = "10000pkt"
-
-[[flows]]
-name = "flow"
-cc = "{cc}"
-path = ["bottleneck"]
-reverse_path = ["return"]
-"#
-    )
+    Dumbbell {
+        name: "test".into(),
+        flow_name: Some("flow".into()),
+        ..Dumbbell::new(cc, rate, one_way, buffer, duration)
+    }
+    .to_toml()
 }
 
 /// Inserts `lines` into the table that starts with `header` (e.g. the first `[[links]]`).

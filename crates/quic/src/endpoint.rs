@@ -555,10 +555,10 @@ enum Protocol {
     HqInterop,
 }
 
-/// Completes a server handshake. A client that agreed on `kleinrock-ts` has its trailers
-/// taken off as soon as the ALPN is known (before it can stamp) and is stamped once the
-/// handshake is complete (its address validated, RFC 9000 §8.1). Whatever an earlier
-/// connection from the same address agreed is forgotten first.
+/// Completes a server handshake. A client that agreed on `kleinrock-ts` is stamped, and its
+/// trailers taken off, as soon as the ALPN is known (before it can stamp; the stamps layer keeps
+/// trailers within the anti-amplification limit until the handshake is complete). Whatever an
+/// earlier connection from the same address agreed is forgotten first.
 async fn handshake(
     incoming: noq::Incoming,
     stamps: &Stamps,
@@ -567,15 +567,11 @@ async fn handshake(
     stamps.reset(peer);
     let mut connecting = incoming.accept().ok()?;
     let protocol = alpn(connecting.handshake_data().await.ok());
-    let stamped = protocol.as_deref() == Some(ALPN_STAMPED);
-    if stamped {
-        stamps.accept(peer);
+    if protocol.as_deref() == Some(ALPN_STAMPED) {
+        stamps.stamp(peer);
     }
     let conn = connecting.await.ok()?;
     stamps.mark_connected(peer);
-    if stamped {
-        stamps.stamp(peer);
-    }
     let protocol = if protocol.as_deref() == Some(ALPN_HQ) {
         Protocol::HqInterop
     } else {

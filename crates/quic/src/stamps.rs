@@ -15,9 +15,11 @@
 //!
 //! **Negotiation.** A kleinrock client offers ALPN `kleinrock-ts` (before `kleinrock`) and from
 //! then on accepts trailers from that server. A server that selects it accepts trailers from the
-//! client as soon as it knows the ALPN (before the client can stamp), and stamps once the
-//! handshake is complete (the client's address is validated, so the 16 bytes never break the
-//! anti-amplification limit, RFC 9000 §8.1); the client stamps from the end of its handshake.
+//! client and stamps as soon as it knows the ALPN (before the client can stamp), so its
+//! handshake-time packets carry their send times too; until the connection is established, a
+//! trailer is added only while everything sent to the client, trailers included, stays within
+//! three times what it received (the anti-amplification limit, RFC 9000 §8.1). The client
+//! stamps from the end of its handshake.
 //! Only a peer that accepts trailers has them stripped and turned into samples: a datagram from
 //! anyone else reaches QUIC whole, whatever it ends with. A peer that is not kleinrock never
 //! offers or selects `kleinrock-ts`, so it is never stamped. Per-peer state lives as long as the
@@ -92,6 +94,18 @@ struct Peer {
     /// A connection with this peer was stamped (kept across [`Stamps::reset`]).
     stamped_connection: bool,
     datagrams: u64,
+    /// Bytes received from and sent to the peer before its connection was established: the
+    /// anti-amplification budget (RFC 9000 §8.1) that trailers must stay within.
+    bytes_in: u64,
+    bytes_out: u64,
+}
+
+impl Peer {
+    /// Whether `bytes` more (trailers included) may go to the peer: always once a connection
+    /// is established (its address is validated), else within three times what it sent.
+    fn may_send(&self, bytes: u64) -> bool {
+        self.connected || self.bytes_out + bytes <= 3 * self.bytes_in
+    }
 }
 
 #[derive(Debug, Default)]
@@ -223,13 +237,15 @@ impl Stamps {
     }
 
     /// Forgets the timestamp state of `peer` (a new handshake from its address, or the end of
-    /// its connection); its datagram count stays.
+    /// its connection); its datagram and byte counts stay.
     pub fn reset(&self, peer: SocketAddr) {
         if let Some(p) = lock(&self.peers).map.get_mut(&peer) {
             *p = Peer {
                 connected: p.connected,
                 datagrams: p.datagrams,
                 stamped_connection: p.stamped_connection,
+                bytes_in: p.bytes_in,
+                bytes_out: p.bytes_out,
                 ..Peer::default()
             };
         }
@@ -261,21 +277,32 @@ impl Stamps {
         }
     }
 
-    /// The trailer for the next datagram to `peer`, if this end stamps to it.
-    fn trailer(&self, peer: SocketAddr, now: Instant) -> Option<Trailer> {
+    /// The trailer for the next `count` datagrams of `bytes` bytes to `peer`, if this end
+    /// stamps to it and the trailers fit the peer's anti-amplification budget.
+    fn trailer(&self, peer: SocketAddr, now: Instant, bytes: u64, count: u64) -> Option<Trailer> {
         let peers = lock(&self.peers);
         let p = peers.map.get(&peer).filter(|p| p.stamping)?;
-        Some(Trailer {
-            sent_us: self.micros(now),
-            echo: p.echo,
-        })
+        p.may_send(bytes + count * TRAILER_LEN as u64)
+            .then(|| Trailer {
+                sent_us: self.micros(now),
+                echo: p.echo,
+            })
     }
 
-    /// `count` stamped datagrams carrying `trailer` went to `peer`: its echo is spent.
-    fn sent(&self, peer: SocketAddr, trailer: Trailer, count: u64) {
+    /// `bytes` went to `peer`, stamped with `trailer` in `count` datagrams if given (its echo
+    /// is then spent).
+    fn sent(&self, peer: SocketAddr, bytes: u64, stamped: Option<(Trailer, u64)>) {
         let mut peers = lock(&self.peers);
-        peers.stats.stamped_out += count;
-        if let Some(p) = peers.map.get_mut(&peer) {
+        if let Some((_, count)) = stamped {
+            peers.stats.stamped_out += count;
+        }
+        let Some(p) = peers.map.get_mut(&peer) else {
+            return;
+        };
+        if !p.connected {
+            p.bytes_out += bytes;
+        }
+        if let Some((trailer, _)) = stamped {
             if p.echo == trailer.echo {
                 p.echo = None;
             }
@@ -293,6 +320,9 @@ impl Stamps {
             return datagram.len();
         };
         p.datagrams += 1;
+        if !p.connected {
+            p.bytes_in += datagram.len() as u64;
+        }
         let trailer = Trailer::decode(datagram).filter(|_| p.accepting);
         let Some(trailer) = trailer else {
             return datagram.len();
@@ -441,13 +471,20 @@ impl UdpSender for StampedSender {
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let Some(trailer) = this.stamps.trailer(transmit.destination, Instant::now()) else {
-            return this.inner.as_mut().poll_send(transmit, cx);
-        };
+        let to = transmit.destination;
         let segment = transmit
             .segment_size
             .unwrap_or(transmit.contents.len())
             .max(1);
+        let datagrams = transmit.contents.len().div_ceil(segment).max(1) as u64;
+        let bytes = transmit.contents.len() as u64;
+        let Some(trailer) = this.stamps.trailer(to, Instant::now(), bytes, datagrams) else {
+            let result = this.inner.as_mut().poll_send(transmit, cx);
+            if matches!(result, Poll::Ready(Ok(()))) {
+                this.stamps.sent(to, bytes, None);
+            }
+            return result;
+        };
         let encoded = trailer.encode();
         let plain = Trailer {
             echo: None,
@@ -472,7 +509,8 @@ impl UdpSender for StampedSender {
         };
         let result = this.inner.as_mut().poll_send(&stamped, cx);
         if matches!(result, Poll::Ready(Ok(()))) {
-            this.stamps.sent(transmit.destination, trailer, count);
+            this.stamps
+                .sent(to, this.buf.len() as u64, Some((trailer, count)));
         }
         result
     }
@@ -536,16 +574,33 @@ mod tests {
         assert_eq!(server.received(client, &d, t0), d.len());
         server.accept(client);
         assert_eq!(server.received(client, &d, t0), 20);
-        assert!(
-            !server.stamping(client),
-            "not before the handshake is complete"
-        );
+        assert!(!server.stamping(client), "not before the ALPN is known");
         server.stamp(client);
         assert!(server.stamping(client));
-        let t = server.trailer(client, t0).expect("stamping");
+        server.mark_connected(client);
+        let t = server.trailer(client, t0, 100, 1).expect("stamping");
         assert_eq!(t.echo, Some((111, 5000)));
-        server.sent(client, t, 1);
-        assert_eq!(server.trailer(client, t0).and_then(|t| t.echo), None);
+        server.sent(client, 116, Some((t, 1)));
+        assert_eq!(
+            server.trailer(client, t0, 100, 1).and_then(|t| t.echo),
+            None
+        );
+    }
+
+    #[test]
+    fn before_the_handshake_trailers_stay_within_three_times_what_the_client_sent() {
+        // RFC 9000 §8.1: before its address is validated, at most 3x the bytes received.
+        let server = Stamps::new(None);
+        let client = addr(1002);
+        server.received(client, &[0xc0u8; 1200], server.epoch);
+        server.stamp(client);
+        // 3,568 bytes already sent: one more trailer fits (3,584 <= 3,600), two do not.
+        server.sent(client, 3_568, None);
+        assert!(server.trailer(client, server.epoch, 0, 1).is_some());
+        assert!(server.trailer(client, server.epoch, 32, 1).is_none());
+        // Once the connection is established the budget no longer applies.
+        server.mark_connected(client);
+        assert!(server.trailer(client, server.epoch, 1_000_000, 1).is_some());
     }
 
     #[test]
