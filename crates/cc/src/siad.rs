@@ -587,6 +587,7 @@ impl Controller for Siad {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::westwood::testing::{self, at};
 
     const MSS: u64 = 1500;
     const MIN_RTT: Duration = Duration::from_millis(100);
@@ -598,38 +599,17 @@ mod tests {
         }
     }
 
-    fn at(ms: u64) -> Instant {
-        Instant::from_nanos(ms * 1_000_000)
-    }
-
     /// An ACK of one packet sent at `sent_ms`, with an RTT sample of `rtt`.
     fn ack(sent_ms: u64, rtt: Duration) -> AckEvent {
-        AckEvent {
-            acked_bytes: MSS,
-            acked_packets: 1,
-            largest_acked_sent_time: at(sent_ms),
-            rtt_sample: Some(rtt),
-            ack_delay: None,
-            min_rtt: Some(MIN_RTT),
-            smoothed_rtt: Some(rtt),
-            rate: None,
-            delivered: 0,
-            prior_in_flight: 0,
-            in_flight: 0,
-            app_limited: false,
-            one_way_delay: None,
-        }
+        let mut a = testing::ack(MSS, at(sent_ms), 0);
+        a.rtt_sample = Some(rtt);
+        a.smoothed_rtt = Some(rtt);
+        a.min_rtt = Some(MIN_RTT);
+        a
     }
 
     fn loss(sent_ms: u64) -> CongestionEvent {
-        CongestionEvent {
-            kind: CongestionKind::Loss,
-            lost_bytes: MSS,
-            lost_packets: 1,
-            largest_sent_time: at(sent_ms),
-            prior_in_flight: 0,
-            in_flight: 0,
-        }
+        testing::congestion(CongestionKind::Loss, at(sent_ms))
     }
 
     /// A controller in Linear Increment at `cwnd` = ssthresh, with target `incthresh`, RTT_min
