@@ -5,6 +5,7 @@
 
 pub mod bbr;
 pub mod quic_dc;
+pub mod siad;
 mod traces;
 
 use crate::runner::{run_all, write_atomically, write_file, RunOutput};
@@ -149,7 +150,7 @@ pub struct PaperInfo {
 
 /// Every reproducible paper.
 pub fn papers() -> &'static [PaperInfo] {
-    const ALL: &[PaperInfo] = &[bbr::INFO, quic_dc::INFO];
+    const ALL: &[PaperInfo] = &[bbr::INFO, quic_dc::INFO, siad::INFO];
     ALL
 }
 
