@@ -183,17 +183,16 @@ pub fn fig3_4(progress: Progress) -> Result<Figure, String> {
     Ok(Figure {
         id: "Fig. 3-4".into(),
         title: "one flow, 10 Mbps / 100 ms RTT, drop-tail buffer in BDP, 600 s (20 s \
-                discarded): utilisation and mean queue fill per controller and buffer. NewReno \
-                halves its window at each loss, so with a 0.3 BDP buffer the pipe runs dry \
-                for part of every cycle. Ours measures just above the 90 % bound at 0.3 BDP: \
-                the simulator is an idealised path (paced sender, no delayed ACKs, PRR or \
-                segmentation offload), which may keep NewReno's dry spells shorter than on \
-                the paper's testbed; nothing is tuned to meet the bound. NewReno's minimum \
-                queue at 2 BDP is 0 because of pacing: in recovery the window is halved at \
-                once and the pacing rate, 1.2 x cwnd / srtt with the queue-inflated srtt \
-                (300 ms), is about 6 Mbps, below the link, so the queue drains to empty for \
-                about 50 ms after each loss event (trace of the 2 BDP run: 30.72-30.76 s); an \
-                ACK-clocked Linux sender as in the paper keeps sending at the ACK rate"
+                discarded), unpaced ACK-clocked senders as the paper's Linux 3.5.7: \
+                utilisation and mean queue fill per controller and buffer. NewReno halves \
+                its window at each loss, so with a 0.3 BDP buffer the pipe runs dry for part \
+                of every cycle. Ours measures just above the 90 % bound at 0.3 BDP (90.4 %): \
+                the simulator is an idealised path (no delayed ACKs, PRR or segmentation \
+                offload), which may keep NewReno's dry spells shorter than on the paper's \
+                testbed; nothing is tuned to meet the bound. With paced senders (the \
+                simulator's default) NewReno's queue also empties briefly after each loss even \
+                at 2 BDP: its pacing rate in recovery, 1.2 x cwnd / srtt with the \
+                queue-inflated srtt, is below the link"
             .into(),
         table,
         claims: vec![
