@@ -1,12 +1,16 @@
 //! The TCP SIAD paper (Scalable Increase Adaptive Decrease, M. Kühlewind; `../seeds/004`),
-//! §IV-A, its first two experiments: one bulk flow, 50 ms one-way delay each way (100 ms base
+//! §IV-A, its first three experiments: one bulk flow, 50 ms one-way delay each way (100 ms base
 //! RTT), drop-tail bottleneck, 600 s runs with the first 20 s discarded, for NewReno, Cubic,
-//! HighSpeed, Scalable, H-TCP and SIAD with Num_RTT 20 and 40.
+//! HighSpeed, Scalable, H-TCP and SIAD with Num_RTT 20 and 40; and one SIAD flow through two
+//! route changes.
 //!
 //! - Figures 3-4 (`scenarios/siad/fig3_4_buffers.toml`): 10 Mbps, buffer 0.1 to 2 BDP;
 //!   utilisation and mean queue fill per controller and buffer.
 //! - Figure 5 (`scenarios/siad/fig5_bandwidth.toml`): 0.5 BDP, 1 to 100 Mbps; loss rate and
 //!   mean loss-event distance per controller and bandwidth.
+//! - Figure 6 (`scenarios/siad/fig6_route_change.toml`): one SIAD flow (Num_RTT 20), 10 Mbps,
+//!   0.5 BDP (of the initial 100 ms), base RTT 100 ms, 40 ms from 30 s, 140 ms from 60 s, 90 s
+//!   traced every 10 ms; how soon SIAD's RTT_min estimate follows each change.
 //!
 //! Definitions (over the measurement window, 20-600 s): utilisation is the bottleneck's
 //! transmitted bytes over what its rate could transmit; mean queue fill is the time average
@@ -15,21 +19,37 @@
 //! loss-event distance (LED) is the mean time between the flow's loss events (one per
 //! window reduction). The fixed-feedback-rate claim compares SIAD's LED with Num_RTT x RTT,
 //! the RTT being the flow's mean RTT sample over the same window.
+//!
+//! Figure 6 definitions (over the whole run, read off the flow trace): a phase is the time
+//! between route changes; its base RTT is what the path gives a packet then, computed from the
+//! scenario: the links' propagation delays in force plus the serialisation of a full data
+//! packet on each forward link and of an ACK on each reverse link (1.2 ms + 5 us at 10/100
+//! Mbps). A congestion epoch starts when SIAD enters `recovery` (a trace sample in that mode
+//! after one that is not: one per loss event and window reduction). The estimate `rtt_min_ms`
+//! tracks the base RTT from the first sample after which it stays within 2 ms of it to the end
+//! of the phase: SIAD keeps it in 1 ms steps (its `rtt_granularity`), and a sample can sit one
+//! serialisation (1.2 ms) away from the propagation delay, so 2 ms separates tracking from
+//! keeping a stale estimate (60 ms off here). The epochs until tracking are the epochs started
+//! after the change up to and including that sample.
 
+use super::traces::{column, entries, index_at};
 use super::{fmt, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
 use crate::metrics::Summary;
 use crate::report::Table;
 use crate::runner::RunOutput;
+use crate::scenario::{FlowTransport, Scenario};
+use std::time::Duration;
 
 /// Registry entry.
 pub const INFO: PaperInfo = PaperInfo {
     name: "siad",
-    title: "TCP SIAD: Scalable Increase Adaptive Decrease (§IV-A, Figures 3-5)",
+    title: "TCP SIAD: Scalable Increase Adaptive Decrease (§IV-A, Figures 3-6)",
     run,
 };
 
 const FIG3_4: &str = include_str!("../../../../scenarios/siad/fig3_4_buffers.toml");
 const FIG5: &str = include_str!("../../../../scenarios/siad/fig5_bandwidth.toml");
+const FIG6: &str = include_str!("../../../../scenarios/siad/fig6_route_change.toml");
 
 const NEWRENO: &str = "NewReno";
 const CUBIC: &str = "Cubic";
@@ -40,7 +60,7 @@ pub fn run(progress: Progress) -> Result<Report, String> {
     Ok(Report {
         paper: INFO.name.to_string(),
         title: INFO.title.to_string(),
-        figures: vec![fig3_4(progress)?, fig5(progress)?],
+        figures: vec![fig3_4(progress)?, fig5(progress)?, fig6(progress)?],
     })
 }
 
@@ -314,5 +334,195 @@ pub fn fig5(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: vec![("fig5_bandwidth.csv".into(), csv)],
+    })
+}
+
+/// How close (ms) SIAD's RTT_min estimate must stay to the base RTT to track it.
+const TRACK_TOLERANCE_MS: f64 = 2.0;
+/// The most congestion epochs after a route change until the estimate tracks (issue 6).
+const TRACK_MAX_EPOCHS: usize = 3;
+
+/// The base RTT (ms) flow 0's path gives a packet at time `at`: the propagation delays in
+/// force then (after the route changes up to `at`) plus the serialisation of a full data
+/// packet on each forward link and of an ACK on each reverse link.
+fn base_rtt_ms(s: &Scenario, at: Duration) -> Result<f64, String> {
+    let f = &s.flows[0];
+    let FlowTransport::Reliable { transport, .. } = &f.transport else {
+        return Err("flow 0 is not a reliable flow".into());
+    };
+    let delay = |l: usize| {
+        s.route_changes
+            .iter()
+            .filter(|c| c.link == l && c.at <= at)
+            .max_by_key(|c| c.at)
+            .map_or(s.links[l].delay, |c| c.delay)
+    };
+    let serialise = |l: usize, bytes: u32| f64::from(bytes) * 8.0 / s.links[l].rate.bits_per_sec();
+    let forward: f64 = f
+        .forward
+        .iter()
+        .map(|&l| delay(l).as_secs_f64() + serialise(l, transport.packet_size))
+        .sum();
+    let reverse: f64 = f
+        .reverse
+        .iter()
+        .map(|&l| delay(l).as_secs_f64() + serialise(l, transport.ack_size))
+        .sum();
+    Ok((forward + reverse) * 1e3)
+}
+
+/// One phase of Figure 6: between two route changes (or the start and end of the run).
+struct Phase {
+    start: f64,
+    end: f64,
+    base_ms: f64,
+    /// The first time (s) from which the estimate stays within the tolerance to the end.
+    tracked_at: Option<f64>,
+    /// Congestion epochs started after `start` up to `tracked_at`.
+    epochs: Option<usize>,
+    /// The estimate at the phase's last sample.
+    end_estimate_ms: f64,
+}
+
+/// Figure 6: one SIAD flow through two route changes (base RTT 100 -> 40 -> 140 ms).
+pub fn fig6(progress: Progress) -> Result<Figure, String> {
+    let (set, outs) = run_embedded("scenarios/siad/fig6_route_change.toml", FIG6, progress)?;
+    let (scenario, out) = (&set.points[0], &outs[0]);
+    let trace = out
+        .result
+        .trace
+        .as_ref()
+        .ok_or_else(|| "the scenario records no trace".to_string())?;
+    let flow = &trace.flows[0];
+    let cwnd = column(flow, "cwnd_packets")?;
+    let rtt_min = column(flow, "rtt_min_ms")?;
+    let latest = column(flow, "latest_rtt_ms")?;
+    let epoch_starts = entries(flow, "recovery");
+
+    let mut bounds: Vec<Duration> = vec![Duration::ZERO];
+    for c in &scenario.route_changes {
+        if !bounds.contains(&c.at) {
+            bounds.push(c.at);
+        }
+    }
+    bounds.sort();
+    let run_end = scenario.duration.as_secs_f64();
+    let mut phases = Vec::new();
+    for (k, &at) in bounds.iter().enumerate() {
+        let start = at.as_secs_f64();
+        let end = bounds.get(k + 1).map_or(run_end, |d| d.as_secs_f64());
+        let base_ms = base_rtt_ms(scenario, at)?;
+        let (from, to) = (index_at(flow, start), index_at(flow, end));
+        if from >= to {
+            return Err(format!("no trace samples in {start}-{end} s"));
+        }
+        let within =
+            |i: usize| rtt_min[i] >= 0.0 && (rtt_min[i] - base_ms).abs() <= TRACK_TOLERANCE_MS;
+        // The first sample of the run of in-tolerance samples that reaches the phase's end.
+        let mut first = to;
+        while first > from && within(first - 1) {
+            first -= 1;
+        }
+        let tracked_at = (first < to).then(|| flow.time_s[first]);
+        let epochs = tracked_at.map(|t| {
+            epoch_starts
+                .iter()
+                .filter(|&&e| e > start && e <= t)
+                .count()
+        });
+        phases.push(Phase {
+            start,
+            end,
+            base_ms,
+            tracked_at,
+            epochs,
+            end_estimate_ms: rtt_min[to - 1],
+        });
+    }
+
+    let mut t = Table::new(&[
+        "phase s",
+        "base RTT ms",
+        "tracked after s",
+        "epochs until tracked",
+        "RTT_min at end ms",
+    ]);
+    for p in &phases {
+        t.row(vec![
+            format!("{}-{}", fmt(p.start, 0), fmt(p.end, 0)),
+            fmt(p.base_ms, 2),
+            p.tracked_at.map_or("never".into(), |x| fmt(x - p.start, 2)),
+            p.epochs.map_or("-".into(), |e| e.to_string()),
+            fmt(p.end_estimate_ms, 1),
+        ]);
+    }
+    let mut table = t.render();
+    table.push('\n');
+
+    let mut csv = String::from("time_s,mode,cwnd_packets,rtt_min_ms,latest_rtt_ms\n");
+    for i in 0..flow.time_s.len() {
+        let cell = |v: f64| {
+            if v.is_nan() {
+                String::new()
+            } else {
+                v.to_string()
+            }
+        };
+        csv.push_str(&format!(
+            "{},{},{},{},{}\n",
+            flow.time_s[i],
+            flow.mode.get(i).copied().unwrap_or(""),
+            cell(cwnd[i]),
+            cell(rtt_min[i]),
+            cell(latest[i])
+        ));
+    }
+
+    let changes: Vec<&Phase> = phases.iter().filter(|p| p.start > 0.0).collect();
+    let holds = !changes.is_empty()
+        && changes
+            .iter()
+            .all(|p| p.epochs.is_some_and(|e| e <= TRACK_MAX_EPOCHS));
+    let ours = changes
+        .iter()
+        .map(|p| {
+            format!(
+                "at {} s to {} ms: {}",
+                fmt(p.start, 0),
+                fmt(p.base_ms, 1),
+                match (p.tracked_at, p.epochs) {
+                    (Some(at), Some(e)) => format!(
+                        "{e} epoch{} ({} s)",
+                        if e == 1 { "" } else { "s" },
+                        fmt(at - p.start, 2)
+                    ),
+                    _ => format!(
+                        "never (estimate {} ms at the end)",
+                        fmt(p.end_estimate_ms, 1)
+                    ),
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Ok(Figure {
+        id: "Fig. 6".into(),
+        title: "one SIAD (Num_RTT 20) flow, 10 Mbps, 0.5 BDP drop-tail buffer (of the initial \
+                100 ms), unpaced; base RTT 100 ms, 40 ms from 30 s, 140 ms from 60 s (both \
+                directions change by half), 90 s: per phase, the base RTT the path gives a \
+                packet (propagation plus serialisation), when SIAD's RTT_min estimate came and \
+                stayed within 2 ms of it (time after the change and congestion epochs, an epoch \
+                starting at each entry into recovery), and the estimate at the phase's end"
+            .into(),
+        table,
+        claims: vec![Claim::new(
+            "siad20_route_change_tracking",
+            "After each route change SIAD's RTT_min estimate tracks the new base RTT within 3 \
+             congestion epochs (criterion: the estimate stays within 2 ms of the new base RTT \
+             from at most the 3rd epoch after the change to the next change or the end)",
+            ours,
+            holds,
+        )],
+        data: vec![("fig6_route_change.csv".into(), csv)],
     })
 }
