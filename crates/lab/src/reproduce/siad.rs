@@ -31,6 +31,22 @@
 //! serialisation (1.2 ms) away from the propagation delay, so 2 ms separates tracking from
 //! keeping a stale estimate (60 ms off here). The epochs until tracking are the epochs started
 //! after the change up to and including that sample.
+//!
+//! §IV-B, capacity sharing, SIAD flows only, 100 ms base RTT, 600 s, 20 s discarded:
+//!
+//! - Figure 7 (`scenarios/siad/fig7_two_flows.toml`): two flows, 20 Mbps, 0.5 BDP; Num_RTT
+//!   30 and 30, then 20 (the first flow) and 30.
+//! - Figure 8 (`scenarios/siad/fig8_ten_flows.toml`): ten flows, 100 Mbps, 0.1 BDP, started
+//!   100 ms apart.
+//! - Figure 9 (`scenarios/siad/fig9_join_leave.toml`): 100 Mbps, 0.3 BDP; a second flow from
+//!   60 s to 180 s.
+//!
+//! The paper gives Num_RTT only for Figure 7; Figures 8 and 9 use the module's default, 20. A flow's share is its goodput over the bottleneck's rate (so "45-55 %
+//! of 20 Mbps"), goodput being the in-order application bytes delivered per second of the
+//! flow's active time in the window. Jain's index is over the flows' goodputs. Figure 9's
+//! phases (20-60 s, 60-180 s, 180-600 s) read each flow's goodput off its cumulative
+//! `delivered_bytes` trace column (sampled every 100 ms): the bytes delivered in the phase
+//! over its length, zero for a flow not running.
 
 use super::traces::{column, entries, index_at};
 use super::{fmt, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
@@ -43,13 +59,16 @@ use std::time::Duration;
 /// Registry entry.
 pub const INFO: PaperInfo = PaperInfo {
     name: "siad",
-    title: "TCP SIAD: Scalable Increase Adaptive Decrease (§IV-A, Figures 3-6)",
+    title: "TCP SIAD: Scalable Increase Adaptive Decrease (§IV-A and B, Figures 3-9)",
     run,
 };
 
 const FIG3_4: &str = include_str!("../../../../scenarios/siad/fig3_4_buffers.toml");
 const FIG5: &str = include_str!("../../../../scenarios/siad/fig5_bandwidth.toml");
 const FIG6: &str = include_str!("../../../../scenarios/siad/fig6_route_change.toml");
+const FIG7: &str = include_str!("../../../../scenarios/siad/fig7_two_flows.toml");
+const FIG8: &str = include_str!("../../../../scenarios/siad/fig8_ten_flows.toml");
+const FIG9: &str = include_str!("../../../../scenarios/siad/fig9_join_leave.toml");
 
 const NEWRENO: &str = "NewReno";
 const CUBIC: &str = "Cubic";
@@ -60,8 +79,24 @@ pub fn run(progress: Progress) -> Result<Report, String> {
     Ok(Report {
         paper: INFO.name.to_string(),
         title: INFO.title.to_string(),
-        figures: vec![fig3_4(progress)?, fig5(progress)?, fig6(progress)?],
+        figures: vec![
+            fig3_4(progress)?,
+            fig5(progress)?,
+            fig6(progress)?,
+            fig7(progress)?,
+            fig8(progress)?,
+            fig9(progress)?,
+        ],
     })
+}
+
+/// The value of sweep key `key` at a run's point.
+fn point_value(s: &Summary, key: &str) -> Result<String, String> {
+    s.point
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| format!("point without `{key}`"))
 }
 
 /// A named column: its title and how a run's summary gives its cell.
@@ -85,12 +120,7 @@ impl<'a> Grid<'a> {
         for o in outs {
             let s = &o.summary;
             let cc = s.flows[0].name.clone();
-            let value = s
-                .point
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.clone())
-                .ok_or_else(|| format!("point without `{key}`"))?;
+            let value = point_value(s, key)?;
             if !grid.ccs.contains(&cc) {
                 grid.ccs.push(cc.clone());
             }
@@ -524,5 +554,237 @@ pub fn fig6(progress: Progress) -> Result<Figure, String> {
             holds,
         )],
         data: vec![("fig6_route_change.csv".into(), csv)],
+    })
+}
+
+/// Figure 7 bounds: the first flow's share (%) with Num_RTT 30 vs 30, and 20 vs 30.
+const FIG7_EQUAL_SHARE: (f64, f64) = (45.0, 55.0);
+const FIG7_NUM_RTT20_SHARE: (f64, f64) = (60.0, 72.0);
+/// Figure 8 bounds: every flow's goodput, Mbps.
+const FIG8_GOODPUT_MBPS: (f64, f64) = (8.0, 12.0);
+
+/// A flow's share (%) of the first link's rate in run `s`.
+fn share_pct(s: &Summary, flow: usize, link_bps: f64) -> f64 {
+    s.flows[flow].goodput_bps / link_bps * 100.0
+}
+
+/// Per run: each flow's goodput and share of the bottleneck, and Jain's index; the table and
+/// the long-format CSV (`case,flow,goodput_mbps,share_pct,jain`).
+fn sharing_table(cases: &[(String, &Summary)], link_bps: f64) -> (String, String) {
+    let mut t = Table::new(&["case", "flow", "goodput Mbps", "share %", "Jain"]);
+    let mut csv = String::from("case,flow,goodput_mbps,share_pct,jain\n");
+    for (case, s) in cases {
+        let jain = crate::report::num(s.jain_index, 4);
+        for (k, f) in s.flows.iter().enumerate() {
+            let (g, sh) = (f.goodput_bps / 1e6, share_pct(s, k, link_bps));
+            t.row(vec![
+                if k == 0 { case.clone() } else { String::new() },
+                f.name.clone(),
+                fmt(g, 2),
+                fmt(sh, 1),
+                if k == 0 { jain.clone() } else { String::new() },
+            ]);
+            csv.push_str(&format!(
+                "{case},{},{g},{sh},{}\n",
+                f.name,
+                s.jain_index.map_or(String::new(), |j| j.to_string())
+            ));
+        }
+    }
+    let mut table = t.render();
+    table.push('\n');
+    (table, csv)
+}
+
+/// The rate of link 0 of the first scenario of a set, bits per second.
+fn link0_bps(s: &Scenario) -> f64 {
+    s.links[0].rate.bits_per_sec()
+}
+
+/// Figure 7: two SIAD flows at 20 Mbps / 0.5 BDP, Num_RTT 30 vs 30 and 20 vs 30.
+pub fn fig7(progress: Progress) -> Result<Figure, String> {
+    let (set, outs) = run_embedded("scenarios/siad/fig7_two_flows.toml", FIG7, progress)?;
+    let link_bps = link0_bps(&set.points[0]);
+    let key = "flows.0.params.num_rtt";
+    let mut cases = Vec::new();
+    for o in &outs {
+        let s = &o.summary;
+        let n = point_value(s, key)?;
+        if s.flows.len() != 2 {
+            return Err(format!("{} flows, expected 2", s.flows.len()));
+        }
+        cases.push((format!("Num_RTT {n} vs 30"), n, s));
+    }
+    let find = |n: &str| {
+        cases
+            .iter()
+            .find(|c| c.1 == n)
+            .map(|c| c.2)
+            .ok_or_else(|| format!("no run with Num_RTT {n} for the first flow"))
+    };
+    let (equal, unequal) = (find("30")?, find("20")?);
+    let rows: Vec<(String, &Summary)> = cases.iter().map(|c| (c.0.clone(), c.2)).collect();
+    let (table, csv) = sharing_table(&rows, link_bps);
+    let ours = |s: &Summary| {
+        format!(
+            "{} Mbps ({} %) vs {} Mbps ({} %)",
+            fmt(s.flows[0].goodput_bps / 1e6, 2),
+            fmt(share_pct(s, 0, link_bps), 1),
+            fmt(s.flows[1].goodput_bps / 1e6, 2),
+            fmt(share_pct(s, 1, link_bps), 1)
+        )
+    };
+    let within = |s: &Summary, (lo, hi): (f64, f64)| (lo..=hi).contains(&share_pct(s, 0, link_bps));
+    Ok(Figure {
+        id: "Fig. 7".into(),
+        title: "two SIAD flows, 20 Mbps / 100 ms RTT, 0.5 BDP drop-tail buffer, unpaced, 600 s \
+                (20 s discarded); the first flow's Num_RTT 30 then 20, the second's 30: each \
+                flow's goodput, its share of the link's 20 Mbps, and Jain's index (paper: 9.61 \
+                vs 10.26 Mbps, and 13.07 vs 6.86 Mbps)"
+            .into(),
+        table,
+        claims: vec![
+            Claim::new(
+                "siad30_equal_sharing",
+                "Two SIAD flows with the same Num_RTT (30) share the link about equally \
+                 (criterion: the first flow's goodput is 45-55 % of the link's 20 Mbps)",
+                ours(equal),
+                within(equal, FIG7_EQUAL_SHARE),
+            ),
+            Claim::new(
+                "siad20_vs_30_larger_share",
+                "A smaller Num_RTT takes a larger share (criterion: Num_RTT 20 against 30, the \
+                 first flow's goodput is 60-72 % of the link's 20 Mbps; paper 13.07 Mbps, 65 %)",
+                ours(unequal),
+                within(unequal, FIG7_NUM_RTT20_SHARE),
+            ),
+        ],
+        data: vec![("fig7_two_flows.csv".into(), csv)],
+    })
+}
+
+/// Figure 8: ten SIAD flows at 100 Mbps / 0.1 BDP.
+pub fn fig8(progress: Progress) -> Result<Figure, String> {
+    let (set, outs) = run_embedded("scenarios/siad/fig8_ten_flows.toml", FIG8, progress)?;
+    let link_bps = link0_bps(&set.points[0]);
+    let s = &outs[0].summary;
+    if s.flows.len() != 10 {
+        return Err(format!("{} flows, expected 10", s.flows.len()));
+    }
+    let (table, csv) = sharing_table(&[("ten flows".into(), s)], link_bps);
+    let g: Vec<f64> = s.flows.iter().map(|f| f.goodput_bps / 1e6).collect();
+    let lo = g.iter().cloned().fold(f64::MAX, f64::min);
+    let hi = g.iter().cloned().fold(f64::MIN, f64::max);
+    let (blo, bhi) = FIG8_GOODPUT_MBPS;
+    Ok(Figure {
+        id: "Fig. 8".into(),
+        title: "ten SIAD flows (Num_RTT 20), 100 Mbps / 100 ms RTT, 0.1 BDP drop-tail buffer, \
+                unpaced, started 100 ms apart, 600 s (20 s discarded): each flow's goodput and \
+                share, and Jain's index (paper: 9.32 to 11.04 Mbps)"
+            .into(),
+        table,
+        claims: vec![Claim::new(
+            "siad_ten_flows_share",
+            "Ten SIAD flows share 100 Mbps about equally over the run (criterion: every flow's \
+             goodput within 8-12 Mbps)",
+            format!(
+                "{} to {} Mbps, Jain {}",
+                fmt(lo, 2),
+                fmt(hi, 2),
+                crate::report::num(s.jain_index, 4)
+            ),
+            g.iter().all(|&x| (blo..=bhi).contains(&x)),
+        )],
+        data: vec![("fig8_ten_flows.csv".into(), csv)],
+    })
+}
+
+/// Cumulative bytes of a trace column at time `t` (s): the last sample at or before `t`,
+/// zero before the first sample (or where the column has no value).
+fn bytes_at(s: &kleinrock_sim::trace::Series, bytes: &[f64], t: f64) -> f64 {
+    let i = index_at(s, t + 1e-9);
+    (0..i.min(bytes.len()))
+        .rev()
+        .map(|k| bytes[k])
+        .find(|v| !v.is_nan())
+        .unwrap_or(0.0)
+}
+
+/// Figure 9: a second SIAD flow joins at 60 s and leaves at 180 s, 100 Mbps / 0.3 BDP.
+pub fn fig9(progress: Progress) -> Result<Figure, String> {
+    let (set, outs) = run_embedded("scenarios/siad/fig9_join_leave.toml", FIG9, progress)?;
+    let (scenario, out) = (&set.points[0], &outs[0]);
+    let link_bps = link0_bps(scenario);
+    let trace = out
+        .result
+        .trace
+        .as_ref()
+        .ok_or_else(|| "the scenario records no trace".to_string())?;
+    if trace.flows.len() != 2 {
+        return Err(format!("{} traced flows, expected 2", trace.flows.len()));
+    }
+    let second = &scenario.flows[1];
+    let join = second.start.as_secs_f64();
+    let leave = second
+        .stop
+        .ok_or_else(|| "the second flow does not stop".to_string())?
+        .as_secs_f64();
+    let bounds = [
+        scenario.warmup.as_secs_f64(),
+        join,
+        leave,
+        scenario.duration.as_secs_f64(),
+    ];
+    let names: Vec<&str> = out.summary.flows.iter().map(|f| f.name.as_str()).collect();
+    let mut t = Table::new(&[
+        "phase s",
+        "flow",
+        "goodput Mbps",
+        "share %",
+        "Jain (both running)",
+    ]);
+    let mut csv = String::from("phase_start_s,phase_end_s,flow,goodput_mbps,share_pct\n");
+    for w in bounds.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let mut goodputs = Vec::new();
+        for series in &trace.flows {
+            let d = column(series, "delivered_bytes")?;
+            let bps = (bytes_at(series, d, b) - bytes_at(series, d, a)) * 8.0 / (b - a);
+            goodputs.push(bps);
+        }
+        let both = a >= join && b <= leave;
+        let jain = if both {
+            crate::report::num(crate::metrics::jain_index(&goodputs), 4)
+        } else {
+            "-".into()
+        };
+        for (k, bps) in goodputs.iter().enumerate() {
+            let (g, sh) = (bps / 1e6, bps / link_bps * 100.0);
+            t.row(vec![
+                if k == 0 {
+                    format!("{}-{}", fmt(a, 0), fmt(b, 0))
+                } else {
+                    String::new()
+                },
+                names[k].to_string(),
+                fmt(g, 2),
+                fmt(sh, 1),
+                if k == 0 { jain.clone() } else { String::new() },
+            ]);
+            csv.push_str(&format!("{a},{b},{},{g},{sh}\n", names[k]));
+        }
+    }
+    let mut table = t.render();
+    table.push('\n');
+    Ok(Figure {
+        id: "Fig. 9".into(),
+        title: "two SIAD flows (Num_RTT 20), 100 Mbps / 100 ms RTT, 0.3 BDP drop-tail buffer, \
+                unpaced, the second from 60 s to 180 s, 600 s: each flow's goodput and share per \
+                phase (alone, together, alone again; read off the trace, the first 20 s \
+                discarded). No claim: the paper shows the flows converge and states no number"
+            .into(),
+        table,
+        claims: vec![],
+        data: vec![("fig9_join_leave.csv".into(), csv)],
     })
 }
