@@ -1,5 +1,5 @@
-//! Acceptance of issue 6: the TCP SIAD paper's Figures 3-4, 5, 6 (§IV-A) and 7, 8, 9 (§IV-B,
-//! capacity sharing), each claim as `kleinrock reproduce siad` states it (criteria and
+//! Acceptance of issue 6: the TCP SIAD paper's Figures 3-4, 5, 6 (§IV-A), 7, 8, 9 (§IV-B,
+//! capacity sharing) and 11, 12 (§IV-C, against NewReno and Cubic), each claim as `kleinrock reproduce siad` states it (criteria and
 //! definitions are in `kleinrock_lab::reproduce::siad`). Every figure runs once, full length
 //! (600 s simulated, 90 s for Figure 6; a few seconds in release), and every claim that holds
 //! is checked on that one run. Figure 9 (a flow joining and leaving) states no claim; it only
@@ -18,13 +18,15 @@ fn check(figure: &Figure, keys: &[&str]) -> Result<(), String> {
 }
 
 #[test]
-fn figures_3_to_9_full_link_bounded_queue_feedback_rate_route_change_sharing() {
+fn figures_3_to_12_full_link_bounded_queue_feedback_rate_route_change_sharing() {
     let fig3_4 = siad::fig3_4(QUIET).expect("Fig. 3-4 runs");
     let fig5 = siad::fig5(QUIET).expect("Fig. 5 runs");
     let fig6 = siad::fig6(QUIET).expect("Fig. 6 runs");
     let fig7 = siad::fig7(QUIET).expect("Fig. 7 runs");
     let fig8 = siad::fig8(QUIET).expect("Fig. 8 runs");
     let fig9 = siad::fig9(QUIET).expect("Fig. 9 runs");
+    let fig11 = siad::fig11(QUIET).expect("Fig. 11 runs");
+    let fig12 = siad::fig12(QUIET).expect("Fig. 12 runs");
     let results = [
         check(
             &fig3_4,
@@ -41,9 +43,15 @@ fn figures_3_to_9_full_link_bounded_queue_feedback_rate_route_change_sharing() {
             &["siad30_equal_sharing", "siad20_vs_30_larger_share"],
         ),
         check(&fig8, &["siad_ten_flows_share"]),
+        check(&fig11, &["siad40_vs_newreno_fair"]),
+        check(&fig12, &["siad30_vs_cubic_fair"]),
     ];
     // Figure 9: three phases (alone, together, alone again), a row per flow in each.
     assert_eq!(fig9.data[0].1.lines().count(), 1 + 3 * 2, "{}", fig9.table);
+    // Figures 11-12: two Num_RTT values, a row per flow in each.
+    for fig in [&fig11, &fig12] {
+        assert_eq!(fig.data[0].1.lines().count(), 1 + 2 * 2, "{}", fig.table);
+    }
     let errors: Vec<String> = results.into_iter().filter_map(Result::err).collect();
     assert!(errors.is_empty(), "{}", errors.join("\n\n"));
 }

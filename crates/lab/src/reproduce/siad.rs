@@ -47,6 +47,16 @@
 //! phases (20-60 s, 60-180 s, 180-600 s) read each flow's goodput off its cumulative
 //! `delivered_bytes` trace column (sampled every 100 ms): the bytes delivered in the phase
 //! over its length, zero for a flow not running.
+//!
+//! §IV-C, non-SIAD cross traffic: one SIAD flow (Num_RTT swept) and one other flow, 10 Mbps,
+//! 1 BDP drop-tail buffer, 100 ms base RTT, 600 s, 20 s discarded; share as in Figure 7.
+//!
+//! - Figure 11 (`scenarios/siad/fig11_newreno.toml`): against NewReno, Num_RTT 40 then 20.
+//! - Figure 12 (`scenarios/siad/fig12_cubic.toml`): against Cubic, Num_RTT 40 then 30. The
+//!   paper states no other buffer for it, so 1 BDP as in Figure 11.
+//!
+//! As in the paper, the receivers delay ACKs (every second packet or 25 ms) except NewReno's in
+//! Figure 11, which the paper turns off so NewReno grows by a packet per RTT.
 
 use super::traces::{column, entries, index_at};
 use super::{fmt, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
@@ -59,7 +69,7 @@ use std::time::Duration;
 /// Registry entry.
 pub const INFO: PaperInfo = PaperInfo {
     name: "siad",
-    title: "TCP SIAD: Scalable Increase Adaptive Decrease (§IV-A and B, Figures 3-9)",
+    title: "TCP SIAD: Scalable Increase Adaptive Decrease (§IV-A to C, Figures 3-9, 11-12)",
     run,
 };
 
@@ -69,6 +79,8 @@ const FIG6: &str = include_str!("../../../../scenarios/siad/fig6_route_change.to
 const FIG7: &str = include_str!("../../../../scenarios/siad/fig7_two_flows.toml");
 const FIG8: &str = include_str!("../../../../scenarios/siad/fig8_ten_flows.toml");
 const FIG9: &str = include_str!("../../../../scenarios/siad/fig9_join_leave.toml");
+const FIG11: &str = include_str!("../../../../scenarios/siad/fig11_newreno.toml");
+const FIG12: &str = include_str!("../../../../scenarios/siad/fig12_cubic.toml");
 
 const NEWRENO: &str = "NewReno";
 const CUBIC: &str = "Cubic";
@@ -86,6 +98,8 @@ pub fn run(progress: Progress) -> Result<Report, String> {
             fig7(progress)?,
             fig8(progress)?,
             fig9(progress)?,
+            fig11(progress)?,
+            fig12(progress)?,
         ],
     })
 }
@@ -787,4 +801,102 @@ pub fn fig9(progress: Progress) -> Result<Figure, String> {
         claims: vec![],
         data: vec![("fig9_join_leave.csv".into(), csv)],
     })
+}
+
+/// Figures 11-12 bound: each flow's share (%) where SIAD is configured for equal sharing.
+const CROSS_EQUAL_SHARE: (f64, f64) = (40.0, 60.0);
+
+/// Figures 11-12: one SIAD flow (Num_RTT swept) against one `other` flow at 10 Mbps / 1 BDP;
+/// the claim `claim` is that both shares are within [`CROSS_EQUAL_SHARE`] at Num_RTT
+/// `equal_at`. `paper` gives the paper's goodputs for the title.
+#[allow(clippy::too_many_arguments)]
+fn cross_traffic(
+    id: &str,
+    path: &str,
+    toml: &str,
+    other: &str,
+    equal_at: &str,
+    claim: &'static str,
+    paper: &str,
+    csv_name: &str,
+    progress: Progress,
+) -> Result<Figure, String> {
+    let (set, outs) = run_embedded(path, toml, progress)?;
+    let link_bps = link0_bps(&set.points[0]);
+    let key = "flows.0.params.num_rtt";
+    let mut rows = Vec::new();
+    let mut equal = None;
+    for o in &outs {
+        let s = &o.summary;
+        let n = point_value(s, key)?;
+        if s.flows.len() != 2 {
+            return Err(format!("{} flows, expected 2", s.flows.len()));
+        }
+        if n == equal_at {
+            equal = Some(s);
+        }
+        rows.push((format!("Num_RTT {n} vs {other}"), s));
+    }
+    let equal = equal.ok_or_else(|| format!("no run with SIAD's Num_RTT {equal_at}"))?;
+    let (table, csv) = sharing_table(&rows, link_bps);
+    let (lo, hi) = CROSS_EQUAL_SHARE;
+    let ours = format!(
+        "SIAD {} Mbps ({} %) vs {other} {} Mbps ({} %)",
+        fmt(equal.flows[0].goodput_bps / 1e6, 2),
+        fmt(share_pct(equal, 0, link_bps), 1),
+        fmt(equal.flows[1].goodput_bps / 1e6, 2),
+        fmt(share_pct(equal, 1, link_bps), 1)
+    );
+    let holds = (0..2).all(|k| (lo..=hi).contains(&share_pct(equal, k, link_bps)));
+    Ok(Figure {
+        id: id.into(),
+        title: format!(
+            "one SIAD flow against one {other} flow, 10 Mbps / 100 ms RTT, 1 BDP drop-tail \
+             buffer, unpaced, delayed ACKs as in the paper (not for NewReno), 600 s (20 s \
+             discarded); SIAD's Num_RTT swept: \
+             each flow's goodput, its share of the link's 10 Mbps, and Jain's index (paper: \
+             {paper})"
+        ),
+        table,
+        claims: vec![Claim::new(
+            claim,
+            &format!(
+                "With Num_RTT {equal_at} SIAD shares the link about equally with {other} \
+                 (criterion: each flow's goodput is {lo}-{hi} % of the link's 10 Mbps)"
+            ),
+            ours,
+            holds,
+        )],
+        data: vec![(csv_name.into(), csv)],
+    })
+}
+
+/// Figure 11: SIAD (Num_RTT 40, 20) against NewReno at 10 Mbps / 1 BDP.
+pub fn fig11(progress: Progress) -> Result<Figure, String> {
+    cross_traffic(
+        "Fig. 11",
+        "scenarios/siad/fig11_newreno.toml",
+        FIG11,
+        NEWRENO,
+        "40",
+        "siad40_vs_newreno_fair",
+        "Num_RTT 40: SIAD 4.97 vs NewReno 5.03 Mbps; Num_RTT 20: 7.37 vs 2.62 Mbps",
+        "fig11_newreno.csv",
+        progress,
+    )
+}
+
+/// Figure 12: SIAD (Num_RTT 40, 30) against Cubic at 10 Mbps / 1 BDP.
+pub fn fig12(progress: Progress) -> Result<Figure, String> {
+    cross_traffic(
+        "Fig. 12",
+        "scenarios/siad/fig12_cubic.toml",
+        FIG12,
+        CUBIC,
+        "30",
+        "siad30_vs_cubic_fair",
+        "Num_RTT 40: SIAD 3.77 vs Cubic 6.23 Mbps; Num_RTT 30: 4.98 vs 5.02 Mbps",
+        "fig12_cubic.csv",
+        progress,
+    )
 }
