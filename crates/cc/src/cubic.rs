@@ -548,6 +548,7 @@ mod tests {
     use super::*;
     use crate::params::{ParamValue, Params};
     use crate::registry;
+    use crate::westwood::testing;
 
     const MSS: u64 = 1500;
     const RTT: Duration = Duration::from_millis(100);
@@ -562,41 +563,15 @@ mod tests {
     }
 
     fn ack_at(bytes: u64, sent: Instant, rtt: Duration) -> AckEvent {
-        AckEvent {
-            acked_bytes: bytes,
-            acked_packets: 1,
-            largest_acked_sent_time: sent,
-            rtt_sample: Some(rtt),
-            min_rtt: Some(rtt),
-            smoothed_rtt: Some(rtt),
-            rate: None,
-            delivered: 0,
-            prior_in_flight: 0,
-            in_flight: 0,
-            app_limited: false,
-            ack_delay: None,
-            one_way_delay: None,
-        }
+        testing::ack_with_rtt(bytes, sent, rtt)
     }
 
     fn event(kind: CongestionKind, sent: Instant) -> CongestionEvent {
-        CongestionEvent {
-            kind,
-            lost_bytes: MSS,
-            lost_packets: 1,
-            largest_sent_time: sent,
-            prior_in_flight: 0,
-            in_flight: 0,
-        }
+        testing::congestion(kind, sent)
     }
 
     fn value(c: &Cubic, name: &str) -> f64 {
-        c.state()
-            .values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
-            .unwrap()
+        testing::value(c, name)
     }
 
     /// A synthetic ACK clock at a fixed RTT: one MSS acknowledged every RTT * MSS / cwnd,

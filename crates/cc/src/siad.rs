@@ -601,9 +601,7 @@ mod tests {
 
     /// An ACK of one packet sent at `sent_ms`, with an RTT sample of `rtt`.
     fn ack(sent_ms: u64, rtt: Duration) -> AckEvent {
-        let mut a = testing::ack(MSS, at(sent_ms), 0);
-        a.rtt_sample = Some(rtt);
-        a.smoothed_rtt = Some(rtt);
+        let mut a = testing::ack_with_rtt(MSS, at(sent_ms), rtt);
         a.min_rtt = Some(MIN_RTT);
         a
     }

@@ -433,7 +433,12 @@ pub(crate) mod testing {
 
     /// An ACK of `bytes` for a packet sent at `sent` with an RTT sample of `rtt_ms`.
     pub(crate) fn ack(bytes: u64, sent: Instant, rtt_ms: u64) -> AckEvent {
-        let rtt = Duration::from_millis(rtt_ms);
+        ack_with_rtt(bytes, sent, Duration::from_millis(rtt_ms))
+    }
+
+    /// An ACK of `bytes` for a packet sent at `sent` with an RTT sample (and minimum and
+    /// smoothed RTT) of `rtt`.
+    pub(crate) fn ack_with_rtt(bytes: u64, sent: Instant, rtt: Duration) -> AckEvent {
         AckEvent {
             acked_bytes: bytes,
             acked_packets: 1,
