@@ -197,6 +197,20 @@ pub trait Controller: Send {
 
     /// State for traces.
     fn state(&self) -> ControllerState;
+
+    /// Subflows over the connection's path this controller wants open besides its own (the
+    /// fair-queuing probe's second flow); 0 for a single-path controller. A transport with
+    /// subflows opens or closes subflows to match after each event; one without them never
+    /// asks.
+    fn extra_subflows(&self) -> usize {
+        0
+    }
+
+    /// The controller of a newly opened extra subflow, `index` counting from 1; `None` if the
+    /// controller has none for it.
+    fn subflow_controller(&mut self, _index: usize) -> Option<Box<dyn Controller>> {
+        None
+    }
 }
 
 /// Settings every controller shares, fixed by the transport.

@@ -109,6 +109,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     params: PARAMS,
     one_way_delay: false,
     runtime_params: &[],
+    subflows: false,
     build,
 };
 

@@ -39,6 +39,8 @@ pub enum ParamKind {
     Bool,
     /// A duration written with a unit, e.g. `"8ms"`.
     Duration,
+    /// A name, e.g. a registered controller's.
+    Name,
 }
 
 impl fmt::Display for ParamKind {
@@ -47,6 +49,7 @@ impl fmt::Display for ParamKind {
             ParamKind::Number => "a number",
             ParamKind::Bool => "true or false",
             ParamKind::Duration => "a duration such as \"8ms\"",
+            ParamKind::Name => "a name in quotes",
         })
     }
 }
@@ -165,6 +168,15 @@ impl<'a> ParamReader<'a> {
         }
     }
 
+    /// A name parameter, or `default`.
+    pub fn name(&self, name: &str, default: &str) -> String {
+        self.spec(name);
+        match self.params.get(name) {
+            Some(ParamValue::Text(t)) => t.clone(),
+            _ => default.to_string(),
+        }
+    }
+
     /// A duration parameter, or `default`; `None` when absent and `default` is `None`.
     pub fn duration(&self, name: &str, default: Option<Duration>) -> Option<Duration> {
         self.spec(name);
@@ -180,6 +192,7 @@ fn check_kind(spec: &ParamSpec, value: &ParamValue) -> Result<(), ParamError> {
         (ParamKind::Number, ParamValue::Number(v)) => v.is_finite(),
         (ParamKind::Bool, ParamValue::Bool(_)) => true,
         (ParamKind::Duration, ParamValue::Text(t)) => parse_duration(t).is_ok(),
+        (ParamKind::Name, ParamValue::Text(t)) => !t.is_empty(),
         _ => false,
     };
     if ok {

@@ -72,6 +72,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     params: PARAMS,
     one_way_delay: true,
     runtime_params: &[],
+    subflows: false,
     build: build_quic_dc,
 };
 
@@ -82,6 +83,7 @@ pub const RTT_DC_INFO: ControllerInfo = ControllerInfo {
     params: PARAMS,
     one_way_delay: true,
     runtime_params: &[],
+    subflows: false,
     build: build_rtt_dc,
 };
 

@@ -25,6 +25,9 @@ pub struct ControllerInfo {
     /// Parameters a scenario may change during a run (a flow's `events`, as a socket option
     /// would), given to [`crate::Controller::set_param`].
     pub runtime_params: &'static [&'static str],
+    /// It needs a transport with subflows (it asks for extra ones through
+    /// [`crate::Controller::extra_subflows`]); the real datapath has none.
+    pub subflows: bool,
     /// Constructor.
     pub build: BuildFn,
 }
@@ -41,6 +44,11 @@ pub enum BuildError {
     },
     /// A parameter was unknown, of the wrong kind or out of range.
     Param(ParamError),
+    /// The controller needs subflows, which this transport does not have.
+    NeedsSubflows {
+        /// The controller's name.
+        name: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -52,6 +60,10 @@ impl fmt::Display for BuildError {
                 known.join(", ")
             ),
             BuildError::Param(e) => e.fmt(f),
+            BuildError::NeedsSubflows { name } => write!(
+                f,
+                "`{name}` needs a transport with subflows (the simulator's); this one has none"
+            ),
         }
     }
 }

@@ -242,7 +242,8 @@ fn table(outcomes: &[Outcome]) -> String {
 #[test]
 fn every_controller_real_matches_simulated() {
     let mut outcomes = Vec::new();
-    for info in kleinrock_cc::controllers() {
+    // A controller that needs subflows has no real counterpart: the real datapath has none.
+    for info in kleinrock_cc::controllers().iter().filter(|i| !i.subflows) {
         let o = measure(info.name);
         eprintln!(
             "parity: {} done in {:.1} s{}",

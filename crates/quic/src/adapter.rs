@@ -130,6 +130,11 @@ impl CcFactory {
             params,
             config,
         };
+        if kleinrock_cc::registry::find(name).is_some_and(|i| i.subflows) {
+            return Err(BuildError::NeedsSubflows {
+                name: name.to_string(),
+            });
+        }
         // Build once so every later build (which cannot report an error to noq) succeeds.
         spec.build()?;
         let clock = Clock::starting_now();

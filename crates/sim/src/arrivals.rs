@@ -4,8 +4,7 @@
 //! they begin and keeps their measurements once they finish.
 
 use crate::config::{AppConfig, ArrivalConfig, ControllerFactory, Interarrival, TransportConfig};
-use crate::receiver::Receiver;
-use crate::sender::SenderStats;
+use crate::connection::Measured;
 use crate::stats::{FlowCounters, FlowStats, TransferStats};
 use kleinrock_cc::units::duration_nanos;
 use kleinrock_cc::Controller;
@@ -13,15 +12,15 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 /// What one transfer measured over the window, handed over when it finishes or the run ends.
-pub struct TransferReport<'a> {
+pub struct TransferReport {
     /// When the transfer began, ns.
     pub arrival_ns: u64,
     /// Its counters over the window.
     pub counters: FlowCounters,
-    /// Its sender's measurements.
-    pub sender: &'a SenderStats,
-    /// Its receiver.
-    pub receiver: &'a Receiver,
+    /// Its RTT, queuing delay and congestion events.
+    pub measured: Measured,
+    /// When its last byte arrived, ns.
+    pub completion_ns: Option<u64>,
 }
 
 /// One short-flow arrival process.
@@ -153,7 +152,7 @@ impl Arrivals {
         self.active.retain(|&f| f != flow);
         if let Some(start) = window {
             self.absorb(report);
-            if let Some(done) = report.receiver.completion_ns.filter(|&c| c >= start) {
+            if let Some(done) = report.completion_ns.filter(|&c| c >= start) {
                 let fct = done.saturating_sub(report.arrival_ns);
                 let stats = self.transfer_stats();
                 stats.completed += 1;
@@ -167,9 +166,9 @@ impl Arrivals {
     pub fn absorb(&mut self, report: &TransferReport) {
         let t = &mut self.totals;
         t.counters = t.counters.plus(&report.counters);
-        t.rtt.merge(&report.sender.rtt);
-        t.queuing_delay.merge(&report.receiver.queuing_delay);
-        t.max_rtt_ns = t.max_rtt_ns.max(report.sender.max_rtt_ns);
+        t.rtt.merge(&report.measured.rtt);
+        t.queuing_delay.merge(&report.measured.queuing_delay);
+        t.max_rtt_ns = t.max_rtt_ns.max(report.measured.max_rtt_ns);
     }
 
     fn note_done(&mut self, now: u64) {

@@ -5,7 +5,8 @@
 //! stepped), propagation delay (changed at given times by route changes), order-keeping
 //! jitter, random loss ([`loss`]) and a queue ([`queue`]: drop-tail FIFO or fair queuing).
 //! Flows have a forward and a reverse path and run either the reliable QUIC-like transport
-//! ([`sender`], [`receiver`]) driven by any `kleinrock-cc` controller (whose parameters may
+//! ([`connection`]: one or more subflows, each a [`sender`] and a [`receiver`], over one
+//! [`stream`]) driven by any `kleinrock-cc` controller (whose parameters may
 //! change during the run), unresponsive datagrams ([`datagram`]), or short transfers arriving
 //! at random times, each a new reliable connection ([`arrivals`]).
 //!
@@ -14,6 +15,7 @@
 pub mod app;
 pub mod arrivals;
 pub mod config;
+pub mod connection;
 pub mod datagram;
 pub mod events;
 pub mod hist;
@@ -26,6 +28,7 @@ pub mod rangeset;
 pub mod receiver;
 pub mod sender;
 pub mod stats;
+pub mod stream;
 pub mod trace;
 
 pub use config::{

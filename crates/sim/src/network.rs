@@ -12,14 +12,13 @@ use crate::arrivals::{Arrivals, TransferReport};
 use crate::config::{
     AppConfig, FlowConfig, FlowKind, ParamChange, RouteChange, SimConfig, TransportConfig,
 };
+use crate::connection::{Connection, Measured};
 use crate::datagram::DatagramSource;
 use crate::events::{EventQueue, Target};
 use crate::hist::Histogram;
 use crate::link::Link;
 use crate::packet::{AckFrame, Body, Packet, Pool};
 use crate::queue::Queued;
-use crate::receiver::Receiver;
-use crate::sender::Sender;
 use crate::stats::{FlowCounters, FlowStats, SimResult};
 use crate::trace::{Series, Trace};
 use kleinrock_cc::units::duration_nanos;
@@ -43,9 +42,11 @@ fn arrivals_stream(i: usize) -> u64 {
 }
 
 enum Endpoints {
-    Reliable {
-        sender: Box<Sender>,
-        receiver: Box<Receiver>,
+    Reliable(Box<Connection>),
+    /// An extra subflow of the connection of flow `connection`: its packets and timers go
+    /// there.
+    Subflow {
+        connection: u32,
     },
     Datagram {
         source: DatagramSource,
@@ -64,9 +65,8 @@ enum Endpoints {
 impl Endpoints {
     /// Samples from now on are measured (the window opened).
     fn start_measuring(&mut self) {
-        if let Endpoints::Reliable { sender, receiver } = self {
-            sender.start_measuring();
-            receiver.start_measuring();
+        if let Endpoints::Reliable(c) = self {
+            c.start_measuring();
         }
     }
 }
@@ -78,15 +78,7 @@ fn reliable(
     transport: TransportConfig,
     app: AppConfig,
 ) -> Endpoints {
-    Endpoints::Reliable {
-        sender: Box::new(Sender::new(
-            id,
-            controller,
-            transport,
-            Application::new(app),
-        )),
-        receiver: Box::new(Receiver::new(id, transport, app.total_bytes())),
-    }
+    Endpoints::Reliable(Box::new(Connection::new(id, controller, transport, app)))
 }
 
 struct Flow {
@@ -170,35 +162,29 @@ impl Flow {
     /// every transfer of an arrival process done.
     fn is_done(&self) -> bool {
         match &self.endpoints {
-            Endpoints::Reliable { sender, .. } => sender.finished_ns().is_some(),
+            Endpoints::Reliable(c) => c.finished_ns().is_some(),
             Endpoints::Datagram { source, .. } => source.finished(),
             Endpoints::Arrivals(a) => a.done(),
-            Endpoints::Retired => false,
+            Endpoints::Subflow { .. } | Endpoints::Retired => false,
         }
     }
 
     /// What a transfer measured over the window, while its endpoints exist.
-    fn report(&self) -> Option<TransferReport<'_>> {
-        let Endpoints::Reliable { sender, receiver } = &self.endpoints else {
+    fn report(&self) -> Option<TransferReport> {
+        let Endpoints::Reliable(c) = &self.endpoints else {
             return None;
         };
         Some(TransferReport {
             arrival_ns: self.start_ns,
             counters: self.counters().since(&self.at_warmup),
-            sender: &sender.stats,
-            receiver,
+            measured: c.measured(),
+            completion_ns: c.reassembly().completion_ns,
         })
     }
 
     fn counters(&self) -> FlowCounters {
         match &self.endpoints {
-            Endpoints::Reliable { sender, receiver } => FlowCounters {
-                bytes_delivered: receiver.delivered,
-                bytes_duplicate: receiver.duplicate,
-                packets_received: receiver.packets_received,
-                acks_sent: receiver.acks_sent,
-                ..sender.stats.counters
-            },
+            Endpoints::Reliable(c) => c.counters(),
             Endpoints::Datagram {
                 source,
                 received_packets,
@@ -211,7 +197,9 @@ impl Flow {
                 bytes_delivered: *received_bytes,
                 ..FlowCounters::default()
             },
-            Endpoints::Arrivals(_) | Endpoints::Retired => FlowCounters::default(),
+            Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {
+                FlowCounters::default()
+            }
         }
     }
 
@@ -219,9 +207,9 @@ impl Flow {
     /// done (arrival process).
     fn finished_ns(&self) -> Option<u64> {
         match &self.endpoints {
-            Endpoints::Reliable { sender, .. } => sender.finished_ns(),
+            Endpoints::Reliable(c) => c.finished_ns(),
             Endpoints::Arrivals(a) => a.done_ns(),
-            Endpoints::Datagram { .. } | Endpoints::Retired => None,
+            Endpoints::Datagram { .. } | Endpoints::Subflow { .. } | Endpoints::Retired => None,
         }
     }
 }
@@ -360,9 +348,15 @@ impl Simulator {
             }
             Target::Sender(f) => self.on_sender_timer(f),
             Target::Receiver(f) => {
-                if let Endpoints::Reliable { receiver, .. } = &mut self.flows[f as usize].endpoints
-                {
-                    receiver.on_timer(now, &mut self.frames, &mut self.outbox, &mut self.events);
+                let owner = self.owner(f);
+                if let Endpoints::Reliable(c) = &mut self.flows[owner as usize].endpoints {
+                    c.on_receiver_timer(
+                        f,
+                        now,
+                        &mut self.frames,
+                        &mut self.outbox,
+                        &mut self.events,
+                    );
                 }
             }
             Target::FlowStart(f) => self.on_flow_start(f),
@@ -375,48 +369,96 @@ impl Simulator {
         self.flush_outbox();
     }
 
+    /// The flow whose connection flow `f` is a subflow of (`f` itself for a first subflow).
+    fn owner(&self, f: u32) -> u32 {
+        match self.flows[f as usize].endpoints {
+            Endpoints::Subflow { connection } => connection,
+            _ => f,
+        }
+    }
+
     fn on_sender_timer(&mut self, f: u32) {
         let now = self.now;
-        match &mut self.flows[f as usize].endpoints {
-            Endpoints::Reliable { sender, .. } => {
-                sender.on_timer(now, &mut self.outbox, &mut self.events);
-            }
+        let owner = self.owner(f);
+        match &mut self.flows[owner as usize].endpoints {
+            Endpoints::Reliable(c) => c.on_sender_timer(f, now, &mut self.outbox, &mut self.events),
             Endpoints::Datagram { source, .. } => {
                 source.on_timer(now, &mut self.outbox, &mut self.events);
             }
-            Endpoints::Arrivals(_) | Endpoints::Retired => {}
+            Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {}
         }
+        self.after_event(owner);
+    }
+
+    /// After an event of flow `f`: its connection gets the subflows its controller asks for,
+    /// and a finished flow is counted.
+    fn after_event(&mut self, f: u32) {
+        self.sync_subflows(f);
         self.check_done(f);
+    }
+
+    /// Opens or closes extra subflows of flow `f`'s connection to match what its controller
+    /// asks for. A new subflow is a new flow on the same paths, its index never reused.
+    fn sync_subflows(&mut self, f: u32) {
+        let now = self.now;
+        loop {
+            let id = self.flows.len() as u32;
+            let flow = &mut self.flows[f as usize];
+            let Endpoints::Reliable(c) = &mut flow.endpoints else {
+                return;
+            };
+            let change = c.subflow_change();
+            if change < 0 {
+                c.close_subflow(now, &mut self.outbox, &mut self.events);
+                continue;
+            }
+            if change == 0 || !c.open_subflow(id, now, &mut self.outbox, &mut self.events) {
+                return;
+            }
+            let subflow = Flow {
+                name: String::new(),
+                forward: flow.forward.clone(),
+                reverse: flow.reverse.clone(),
+                start_ns: now,
+                stop_ns: None,
+                size: None,
+                endpoints: Endpoints::Subflow { connection: f },
+                at_warmup: FlowCounters::default(),
+                done: true,
+                group: None,
+            };
+            self.flows.push(subflow);
+        }
     }
 
     fn on_flow_start(&mut self, f: u32) {
         let now = self.now;
         match &mut self.flows[f as usize].endpoints {
-            Endpoints::Reliable { sender, .. } => {
-                sender.start(now, &mut self.outbox, &mut self.events)
-            }
+            Endpoints::Reliable(c) => c.start(now, &mut self.outbox, &mut self.events),
             Endpoints::Datagram { source, .. } => {
                 source.start(now, &mut self.outbox, &mut self.events)
             }
-            Endpoints::Arrivals(_) | Endpoints::Retired => {}
+            Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {}
         }
+        self.sync_subflows(f);
     }
 
     fn on_flow_stop(&mut self, f: u32) {
         let now = self.now;
         match &mut self.flows[f as usize].endpoints {
-            Endpoints::Reliable { sender, .. } => sender.stop(now, &mut self.events),
+            Endpoints::Reliable(c) => c.stop(now, &mut self.outbox, &mut self.events),
             Endpoints::Datagram { source, .. } => source.stop(),
             Endpoints::Arrivals(a) => a.stop(now),
-            Endpoints::Retired => {}
+            Endpoints::Subflow { .. } | Endpoints::Retired => {}
         }
-        self.check_done(f);
+        self.after_event(f);
     }
 
     fn on_param_change(&mut self, i: u32) {
         let (f, change) = &self.param_changes[i as usize];
-        if let Endpoints::Reliable { sender, .. } = &mut self.flows[*f as usize].endpoints {
-            sender.set_param(
+        let f = *f;
+        if let Endpoints::Reliable(c) = &mut self.flows[f as usize].endpoints {
+            c.set_param(
                 self.now,
                 &change.name,
                 &change.value,
@@ -424,6 +466,7 @@ impl Simulator {
                 &mut self.events,
             );
         }
+        self.after_event(f);
     }
 
     /// The next transfer of arrival process `f` begins, as a new flow on the process's paths.
@@ -562,10 +605,10 @@ impl Simulator {
     fn deliver(&mut self, idx: u32) {
         let packet = *self.packets.get(idx);
         let now = self.now;
-        let f = packet.flow;
+        let f = self.owner(packet.flow);
         match (&mut self.flows[f as usize].endpoints, packet.body) {
-            (Endpoints::Reliable { receiver, .. }, Body::Data { .. }) => {
-                receiver.on_data(
+            (Endpoints::Reliable(c), Body::Data { .. }) => {
+                c.on_data(
                     now,
                     &packet,
                     &mut self.frames,
@@ -573,8 +616,9 @@ impl Simulator {
                     &mut self.events,
                 );
             }
-            (Endpoints::Reliable { sender, .. }, Body::Ack { frame }) => {
-                sender.on_ack(
+            (Endpoints::Reliable(c), Body::Ack { frame }) => {
+                c.on_ack(
+                    packet.flow,
                     now,
                     self.frames.get(frame),
                     &mut self.outbox,
@@ -605,7 +649,7 @@ impl Simulator {
         }
         self.free_packet(idx);
         if matches!(packet.body, Body::Ack { .. }) {
-            self.check_done(f);
+            self.after_event(f);
         }
     }
 
@@ -671,19 +715,21 @@ impl Simulator {
 fn sample_flow(flow: &Flow, series: &mut Series) {
     let ms = |d: Option<std::time::Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
     match &flow.endpoints {
-        Endpoints::Reliable { sender, receiver } => {
+        Endpoints::Reliable(c) => {
+            let sender = &c.primary().sender;
             let cc = sender.controller();
+            let counters = c.counters();
             series.set("cwnd_bytes", cc.cwnd() as f64);
             series.set(
                 "pacing_rate_bps",
                 sender.pacing_rate().map_or(f64::NAN, |r| r.bits_per_sec()),
             );
-            series.set("in_flight_bytes", sender.in_flight() as f64);
+            series.set("in_flight_bytes", c.in_flight() as f64);
             series.set("srtt_ms", ms(sender.rtt().smoothed()));
             series.set("latest_rtt_ms", ms(sender.rtt().latest()));
-            series.set("delivered_bytes", receiver.delivered as f64);
-            series.set("sent_packets", sender.stats.counters.packets_sent as f64);
-            series.set("lost_packets", sender.stats.counters.packets_lost as f64);
+            series.set("delivered_bytes", c.reassembly().delivered as f64);
+            series.set("sent_packets", counters.packets_sent as f64);
+            series.set("lost_packets", counters.packets_lost as f64);
             series.set_state(&cc.state());
         }
         Endpoints::Datagram {
@@ -700,13 +746,13 @@ fn sample_flow(flow: &Flow, series: &mut Series) {
             series.set("active_transfers", a.active() as f64);
             series.set("begun_transfers", a.begun() as f64);
         }
-        Endpoints::Retired => {}
+        Endpoints::Subflow { .. } | Endpoints::Retired => {}
     }
 }
 
 fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
     let completion = match &flow.endpoints {
-        Endpoints::Reliable { receiver, .. } => receiver.completion_ns,
+        Endpoints::Reliable(c) => c.reassembly().completion_ns,
         _ => None,
     };
     let active_from = flow.start_ns.max(warmup);
@@ -731,17 +777,15 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
             .packets_sent
             .saturating_sub(counters.packets_received);
     }
-    let (rtt, queuing_delay, loss_event_times, max_rtt_ns) = match &flow.endpoints {
-        Endpoints::Reliable { sender, receiver } => (
-            sender.stats.rtt.clone(),
-            receiver.queuing_delay.clone(),
-            sender.stats.loss_event_times.clone(),
-            sender.stats.max_rtt_ns,
-        ),
-        Endpoints::Datagram { queuing_delay, .. } => {
-            (Histogram::new(), queuing_delay.clone(), Vec::new(), 0)
+    let measured = match &flow.endpoints {
+        Endpoints::Reliable(c) => c.measured(),
+        Endpoints::Datagram { queuing_delay, .. } => Measured {
+            queuing_delay: queuing_delay.clone(),
+            ..Measured::default()
+        },
+        Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {
+            Measured::default()
         }
-        Endpoints::Arrivals(_) | Endpoints::Retired => Default::default(),
     };
     FlowStats {
         name: flow.name.clone(),
@@ -749,10 +793,10 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
         active_ns,
         completion_ns: completion,
         size_bytes: flow.size,
-        rtt,
-        queuing_delay,
-        loss_event_times,
-        max_rtt_ns,
+        rtt: measured.rtt,
+        queuing_delay: measured.queuing_delay,
+        loss_event_times: measured.loss_event_times,
+        max_rtt_ns: measured.max_rtt_ns,
         transfers: None,
     }
 }

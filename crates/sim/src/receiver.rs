@@ -1,6 +1,6 @@
-//! The receiving side of the reliable transport: packet-number ranges for ACK frames (pruned
-//! below the sender's reported floor), in-order stream reassembly across retransmissions,
-//! immediate or delayed ACKs (every 2nd packet or max_ack_delay, at once on reordering,
+//! The receiving side of one subflow of the reliable transport: packet-number ranges for ACK
+//! frames (pruned below the sender's reported floor), handing stream bytes to the connection's
+//! reassembly, immediate or delayed ACKs (every 2nd packet or max_ack_delay, at once on reordering,
 //! RFC 9000 §13.2.1), and receive timestamps.
 
 use crate::config::TransportConfig;
@@ -8,6 +8,7 @@ use crate::events::{EventQueue, LazyTimer, Target};
 use crate::hist::Histogram;
 use crate::packet::{AckFrame, Body, Packet, Pool};
 use crate::rangeset::RangeSet;
+use crate::stream::Reassembly;
 use kleinrock_cc::units::duration_nanos;
 
 /// Most ranges an ACK frame reports (quinn and other stacks cap theirs similarly).
@@ -15,30 +16,22 @@ const MAX_ACK_RANGES: usize = 64;
 /// ACK after this many ack-eliciting packets when delaying (RFC 9000 §13.2.2).
 const ACK_EVERY: u32 = 2;
 
-/// The receiver of one reliable flow.
+/// The receiver of one subflow.
 #[derive(Debug)]
 pub struct Receiver {
     flow: u32,
     cfg: TransportConfig,
     received: RangeSet,
-    stream: RangeSet,
     largest: Option<u64>,
     largest_received_ns: u64,
     unacked: u32,
     ack_due_ns: Option<u64>,
     min_owd_ns: Option<u64>,
-    total: Option<u64>,
     measuring: bool,
-    /// Stream bytes delivered in order.
-    pub delivered: u64,
-    /// Stream bytes received more than once.
-    pub duplicate: u64,
     /// Data packets received.
     pub packets_received: u64,
     /// ACK packets sent.
     pub acks_sent: u64,
-    /// When the last byte of a sized stream arrived, ns.
-    pub completion_ns: Option<u64>,
     /// One-way queuing delay of each data packet inside the measurement window, ns.
     pub queuing_delay: Histogram,
     /// The delayed-ACK timer.
@@ -46,25 +39,20 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// A receiver for flow `flow` of a stream of `total` bytes (`None`: unbounded).
-    pub fn new(flow: u32, cfg: TransportConfig, total: Option<u64>) -> Self {
+    /// A receiver for subflow `flow`.
+    pub fn new(flow: u32, cfg: TransportConfig) -> Self {
         Receiver {
             flow,
             cfg,
             received: RangeSet::new(),
-            stream: RangeSet::new(),
             largest: None,
             largest_received_ns: 0,
             unacked: 0,
             ack_due_ns: None,
             min_owd_ns: None,
-            total,
             measuring: false,
-            delivered: 0,
-            duplicate: 0,
             packets_received: 0,
             acks_sent: 0,
-            completion_ns: None,
             queuing_delay: Histogram::new(),
             timer: LazyTimer::default(),
         }
@@ -75,11 +63,12 @@ impl Receiver {
         self.measuring = true;
     }
 
-    /// Handles a data packet arriving at `now`; ACKs go to `out`.
+    /// Handles a data packet arriving at `now`: its bytes go to `stream`, ACKs to `out`.
     pub fn on_data(
         &mut self,
         now: u64,
         packet: &Packet,
+        stream: &mut Reassembly,
         frames: &mut Pool<AckFrame>,
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
@@ -102,7 +91,7 @@ impl Receiver {
         }
         self.received.remove_below(ack_floor);
         self.received.keep_highest(MAX_ACK_RANGES);
-        self.take_stream(now, offset, len);
+        stream.take(now, offset, len);
         self.note_queuing_delay(now - packet.sent_ns);
         self.unacked += 1;
         // RFC 9000 §13.2.1: at once when the packet arrives out of order or opens a gap.
@@ -112,16 +101,6 @@ impl Receiver {
             let due = now + duration_nanos(self.cfg.max_ack_delay);
             self.ack_due_ns = Some(due);
             self.timer.arm(events, due, Target::Receiver(self.flow));
-        }
-    }
-
-    fn take_stream(&mut self, now: u64, offset: u64, len: u32) {
-        let end = offset + u64::from(len);
-        let new = self.stream.insert(offset, end);
-        self.duplicate += u64::from(len) - new;
-        self.delivered = self.stream.contiguous_end(0);
-        if self.completion_ns.is_none() && self.total.is_some_and(|t| self.delivered >= t) {
-            self.completion_ns = Some(now);
         }
     }
 

@@ -1,4 +1,5 @@
-//! The sending side of the reliable, QUIC-like transport: packet numbers never reused
+//! The sending side of one subflow of the reliable, QUIC-like transport (the connection's
+//! stream, shared by its subflows, is passed in): packet numbers never reused
 //! (retransmitted data goes in new packets), ACK-range processing, RFC 9002 loss detection
 //! (packet threshold 3, time threshold 9/8 RTT), PTO with exponential backoff, persistent
 //! congestion, pacing, delivery-rate samples and one-way-delay samples for the controller.
@@ -6,12 +7,12 @@
 //! ACK processing visits only packets above the previous largest acknowledged and the few
 //! outstanding packets below it ("holes"), so its cost does not grow with the window.
 
-use crate::app::Application;
 use crate::config::TransportConfig;
 use crate::events::{EventQueue, LazyTimer, Target};
 use crate::hist::Histogram;
 use crate::packet::{AckFrame, Body, Packet};
 use crate::stats::FlowCounters;
+use crate::stream::SendStream;
 use kleinrock_cc::delivery_rate::DeliveryRateSampler;
 use kleinrock_cc::rtt::{RttEstimator, GRANULARITY};
 use kleinrock_cc::units::duration_nanos;
@@ -59,22 +60,19 @@ pub struct SenderStats {
     pub max_rtt_ns: u64,
 }
 
-/// The sender of one reliable flow.
+/// The sender of one subflow.
 pub struct Sender {
     flow: u32,
     cc: Box<dyn Controller>,
     cfg: TransportConfig,
     rtt: RttEstimator,
     rate: DeliveryRateSampler,
-    app: Application,
     records: VecDeque<Record>,
     base_pn: u64,
     next_pn: u64,
     largest_acked: Option<u64>,
     holes: Vec<u64>,
     in_flight: u64,
-    next_offset: u64,
-    retransmit: VecDeque<(u64, u32)>,
     next_send_ns: u64,
     loss_time_ns: Option<u64>,
     pto_count: u32,
@@ -85,6 +83,7 @@ pub struct Sender {
     started: bool,
     idle: bool,
     finished_ns: Option<u64>,
+    closed: bool,
     measuring: bool,
     scratch_acked: Vec<u64>,
     scratch_lost: Vec<u64>,
@@ -95,23 +94,20 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// A sender for flow `flow` driven by `cc`.
-    pub fn new(flow: u32, cc: Box<dyn Controller>, cfg: TransportConfig, app: Application) -> Self {
+    /// A sender for subflow `flow` driven by `cc`.
+    pub fn new(flow: u32, cc: Box<dyn Controller>, cfg: TransportConfig) -> Self {
         Sender {
             flow,
             cc,
             cfg,
             rtt: RttEstimator::new(),
             rate: DeliveryRateSampler::new(),
-            app,
             records: VecDeque::new(),
             base_pn: 0,
             next_pn: 0,
             largest_acked: None,
             holes: Vec::new(),
             in_flight: 0,
-            next_offset: 0,
-            retransmit: VecDeque::new(),
             next_send_ns: 0,
             loss_time_ns: None,
             pto_count: 0,
@@ -122,6 +118,7 @@ impl Sender {
             started: false,
             idle: false,
             finished_ns: None,
+            closed: false,
             measuring: false,
             scratch_acked: Vec::new(),
             scratch_lost: Vec::new(),
@@ -130,19 +127,50 @@ impl Sender {
         }
     }
 
-    /// The flow starts at `now`.
-    pub fn start(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
+    /// The subflow starts at `now`.
+    pub fn start(
+        &mut self,
+        now: u64,
+        stream: &mut SendStream,
+        out: &mut Vec<Packet>,
+        events: &mut EventQueue,
+    ) {
         self.started = true;
-        self.app.start(now);
-        self.send_ready(now, out);
-        self.arm(now, events);
+        self.poke(now, stream, out, events);
     }
 
-    /// The application stops offering new data at `now`.
-    pub fn stop(&mut self, now: u64, events: &mut EventQueue) {
-        self.app.stop(self.next_offset);
-        self.check_finished(now);
-        self.arm(now, events);
+    /// Sends what the controller allows and arms the timer: after the stream changed (data
+    /// to resend, the application stopped) because of another subflow or the application.
+    pub fn poke(
+        &mut self,
+        now: u64,
+        stream: &mut SendStream,
+        out: &mut Vec<Packet>,
+        events: &mut EventQueue,
+    ) {
+        if self.closed {
+            return;
+        }
+        if self.finished_ns.is_some() && !stream.exhausted() {
+            // Another subflow's loss or closing gave the stream chunks to resend.
+            self.finished_ns = None;
+        }
+        self.check_finished(now, stream);
+        self.send_ready(now, stream, out);
+        self.arm(now, stream, events);
+    }
+
+    /// The subflow closes at `now`: it sends nothing more and ignores its timer and ACKs;
+    /// returns the chunks it sent that were not acknowledged, for another subflow to resend.
+    pub fn close(&mut self, now: u64) -> Vec<(u64, u32)> {
+        self.closed = true;
+        self.finished_ns.get_or_insert(now);
+        self.loss_time_ns = None;
+        self.records
+            .iter()
+            .filter(|r| r.outcome == Outcome::Outstanding)
+            .map(|r| (r.offset, r.len))
+            .collect()
     }
 
     /// A controller parameter changes at `now`; the sender then sends what the controller
@@ -152,12 +180,13 @@ impl Sender {
         now: u64,
         name: &str,
         value: &ParamValue,
+        stream: &mut SendStream,
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
     ) {
         self.cc.set_param(Instant::from_nanos(now), name, value);
-        self.send_ready(now, out);
-        self.arm(now, events);
+        self.send_ready(now, stream, out);
+        self.arm(now, stream, events);
     }
 
     /// Statistics before this call are discarded from now on.
@@ -173,6 +202,11 @@ impl Sender {
     /// The controller, for traces.
     pub fn controller(&self) -> &dyn Controller {
         self.cc.as_ref()
+    }
+
+    /// The controller, to open the subflows it asks for.
+    pub fn controller_mut(&mut self) -> &mut dyn Controller {
+        self.cc.as_mut()
     }
 
     /// Bytes in flight.
@@ -209,19 +243,25 @@ impl Sender {
     }
 
     /// Handles the sender timer at `now`.
-    pub fn on_timer(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
-        if !self.timer.fire(now) {
+    pub fn on_timer(
+        &mut self,
+        now: u64,
+        stream: &mut SendStream,
+        out: &mut Vec<Packet>,
+        events: &mut EventQueue,
+    ) {
+        if !self.timer.fire(now) || self.closed {
             return;
         }
         if self.loss_time_ns.is_some_and(|t| t <= now) {
-            self.detect_lost(now);
+            self.detect_lost(now, stream);
         } else if self.pto_deadline().is_some_and(|t| t <= now) {
             self.pto_count += 1;
             self.stats.counters.ptos += 1;
             self.probes_due = PTO_PROBES;
         }
-        self.send_ready(now, out);
-        self.arm(now, events);
+        self.send_ready(now, stream, out);
+        self.arm(now, stream, events);
     }
 
     /// Handles an ACK frame arriving at `now`.
@@ -229,12 +269,16 @@ impl Sender {
         &mut self,
         now: u64,
         frame: &AckFrame,
+        stream: &mut SendStream,
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
     ) {
         let Some(largest) = frame.largest() else {
             return;
         };
+        if self.closed {
+            return;
+        }
         let prior_in_flight = self.in_flight;
         self.collect_acked(largest, frame);
         if self.scratch_acked.is_empty() {
@@ -245,7 +289,7 @@ impl Sender {
             self.take_rtt_sample(now, largest, frame);
         }
         let (newest, acked_bytes) = self.mark_acked(now);
-        self.detect_lost(now);
+        self.detect_lost(now, stream);
         let rate_sample = self.rate.generate_sample(self.rtt.min());
         let one_way_delay =
             (self.cfg.receive_timestamps && largest_newly_acked).then(|| OneWayDelaySample {
@@ -272,9 +316,9 @@ impl Sender {
         self.cc.on_ack(Instant::from_nanos(now), &event);
         self.pto_count = 0;
         self.pop_done_records();
-        self.check_finished(now);
-        self.send_ready(now, out);
-        self.arm(now, events);
+        self.check_finished(now, stream);
+        self.send_ready(now, stream, out);
+        self.arm(now, stream, events);
     }
 
     fn record(&self, pn: u64) -> &Record {
@@ -358,7 +402,7 @@ impl Sender {
 
     /// RFC 9002 §6.1: declares lost the holes past the packet or time threshold and reports
     /// them to the controller.
-    fn detect_lost(&mut self, now: u64) {
+    fn detect_lost(&mut self, now: u64, stream: &mut SendStream) {
         self.loss_time_ns = None;
         let Some(largest) = self.largest_acked else {
             return;
@@ -381,11 +425,11 @@ impl Sender {
         });
         self.loss_time_ns = loss_time;
         if !self.scratch_lost.is_empty() {
-            self.on_lost(now);
+            self.on_lost(now, stream);
         }
     }
 
-    fn on_lost(&mut self, now: u64) {
+    fn on_lost(&mut self, now: u64, stream: &mut SendStream) {
         let prior_in_flight = self.in_flight;
         let lost = std::mem::take(&mut self.scratch_lost);
         let (mut bytes, mut newest_sent) = (0, 0);
@@ -397,7 +441,7 @@ impl Sender {
             bytes += u64::from(rec.size);
             newest_sent = newest_sent.max(rec.sent_ns);
             self.rate.on_packet_lost(u64::from(rec.size));
-            self.retransmit.push_back((rec.offset, rec.len));
+            stream.resend(rec.offset, rec.len);
         }
         self.stats.counters.packets_lost += lost.len() as u64;
         self.count_loss_event(now, newest_sent);
@@ -490,12 +534,10 @@ impl Sender {
         }
     }
 
-    fn check_finished(&mut self, now: u64) {
-        if self.finished_ns.is_none()
-            && self.app.exhausted(self.next_offset)
-            && self.retransmit.is_empty()
-            && self.in_flight == 0
-        {
+    /// The subflow is finished once the stream has nothing more for it and nothing it sent is
+    /// outstanding.
+    fn check_finished(&mut self, now: u64, stream: &SendStream) {
+        if self.started && self.finished_ns.is_none() && stream.exhausted() && self.in_flight == 0 {
             self.finished_ns = Some(now);
             self.loss_time_ns = None;
         }
@@ -509,24 +551,9 @@ impl Sender {
         Some(self.last_sent_ns + (base << self.pto_count.min(20)))
     }
 
-    /// The next chunk to send: retransmissions first, then new application data.
-    fn next_chunk(&mut self, now: u64) -> Option<(u64, u32, bool)> {
-        if let Some((offset, len)) = self.retransmit.pop_front() {
-            return Some((offset, len, true));
-        }
-        let len = self
-            .app
-            .available(now, self.next_offset, self.cfg.payload());
-        (len > 0).then(|| {
-            let offset = self.next_offset;
-            self.next_offset += u64::from(len);
-            (offset, len, false)
-        })
-    }
-
     /// A probe's chunk: new or lost data if there is any, else the oldest outstanding data.
-    fn probe_chunk(&mut self, now: u64) -> Option<(u64, u32, bool)> {
-        self.next_chunk(now).or_else(|| {
+    fn probe_chunk(&mut self, now: u64, stream: &mut SendStream) -> Option<(u64, u32, bool)> {
+        stream.next_chunk(now, self.cfg.payload()).or_else(|| {
             self.records
                 .iter()
                 .find(|r| r.outcome == Outcome::Outstanding)
@@ -535,13 +562,13 @@ impl Sender {
     }
 
     /// Sends whatever cwnd, pacing and the application allow at `now`.
-    fn send_ready(&mut self, now: u64, out: &mut Vec<Packet>) {
+    fn send_ready(&mut self, now: u64, stream: &mut SendStream, out: &mut Vec<Packet>) {
         if !self.started || self.finished_ns.is_some() {
             return;
         }
         while self.probes_due > 0 {
             self.probes_due -= 1;
-            if let Some(chunk) = self.probe_chunk(now) {
+            if let Some(chunk) = self.probe_chunk(now, stream) {
                 self.send_chunk(now, chunk, out);
             }
         }
@@ -553,7 +580,7 @@ impl Sender {
             if self.cfg.pacing && now < self.next_send_ns {
                 return;
             }
-            let Some(chunk) = self.next_chunk(now) else {
+            let Some(chunk) = stream.next_chunk(now, self.cfg.payload()) else {
                 self.rate.on_app_limited(self.in_flight);
                 self.cc.on_app_limited(Instant::from_nanos(now));
                 if self.in_flight == 0 && !self.idle {
@@ -626,22 +653,17 @@ impl Sender {
     }
 
     /// Arms the timer for the earliest of: loss time, PTO, pacing release, application data.
-    fn arm(&mut self, now: u64, events: &mut EventQueue) {
+    fn arm(&mut self, now: u64, stream: &SendStream, events: &mut EventQueue) {
         if !self.started || self.finished_ns.is_some() {
             return;
         }
         let mut deadline = self.loss_time_ns.or_else(|| self.pto_deadline());
         let room = self.in_flight + u64::from(self.cfg.packet_size) <= self.cc.cwnd();
         if room {
-            let has_data = !self.retransmit.is_empty()
-                || self
-                    .app
-                    .available(now, self.next_offset, self.cfg.payload())
-                    > 0;
-            let wake = if has_data {
+            let wake = if stream.has_data(now, self.cfg.payload()) {
                 (self.cfg.pacing && self.next_send_ns > now).then_some(self.next_send_ns)
             } else {
-                self.app.next_data_ns(self.next_offset, self.cfg.payload())
+                stream.next_data_ns(self.cfg.payload())
             };
             if let Some(w) = wake {
                 deadline = Some(deadline.map_or(w, |d| d.min(w)));

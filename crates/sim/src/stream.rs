@@ -1,0 +1,118 @@
+//! A connection's byte stream, shared by its subflows: what the sending application offers and
+//! what must be sent again ([`SendStream`]), and the receiver's in-order reassembly
+//! ([`Reassembly`]). A chunk may leave on one subflow and be resent on another; the receiver
+//! delivers each byte once, in order, whichever subflow brought it.
+
+use crate::app::Application;
+use crate::rangeset::RangeSet;
+use std::collections::VecDeque;
+
+/// The sending side of the stream: new application data and the queue of chunks to resend.
+#[derive(Debug)]
+pub struct SendStream {
+    app: Application,
+    next_offset: u64,
+    retransmit: VecDeque<(u64, u32)>,
+}
+
+impl SendStream {
+    /// A stream fed by `app`.
+    pub fn new(app: Application) -> Self {
+        SendStream {
+            app,
+            next_offset: 0,
+            retransmit: VecDeque::new(),
+        }
+    }
+
+    /// The application starts at `now`.
+    pub fn start(&mut self, now: u64) {
+        self.app.start(now);
+    }
+
+    /// The application offers no new data from now on.
+    pub fn stop(&mut self) {
+        self.app.stop(self.next_offset);
+    }
+
+    /// The next chunk of at most `max` bytes to send at `now`: a chunk to resend first, then
+    /// new data; with whether it is a retransmission.
+    pub fn next_chunk(&mut self, now: u64, max: u32) -> Option<(u64, u32, bool)> {
+        if let Some((offset, len)) = self.retransmit.pop_front() {
+            return Some((offset, len, true));
+        }
+        let len = self.app.available(now, self.next_offset, max);
+        (len > 0).then(|| {
+            let offset = self.next_offset;
+            self.next_offset += u64::from(len);
+            (offset, len, false)
+        })
+    }
+
+    /// Whether a chunk is ready to send at `now`.
+    pub fn has_data(&self, now: u64, max: u32) -> bool {
+        !self.retransmit.is_empty() || self.app.available(now, self.next_offset, max) > 0
+    }
+
+    /// When the application next offers data, if it will.
+    pub fn next_data_ns(&self, max: u32) -> Option<u64> {
+        self.app.next_data_ns(self.next_offset, max)
+    }
+
+    /// A lost chunk, to be sent again after those already waiting.
+    pub fn resend(&mut self, offset: u64, len: u32) {
+        self.retransmit.push_back((offset, len));
+    }
+
+    /// Chunks of a closed subflow that were never acknowledged, in offset order: they are
+    /// sent again before anything else.
+    pub fn resend_first(&mut self, mut chunks: Vec<(u64, u32)>) {
+        chunks.sort_unstable();
+        for chunk in chunks.into_iter().rev() {
+            self.retransmit.push_front(chunk);
+        }
+    }
+
+    /// Whether every byte the application will offer has been handed out and nothing waits to
+    /// be sent again.
+    pub fn exhausted(&self) -> bool {
+        self.app.exhausted(self.next_offset) && self.retransmit.is_empty()
+    }
+}
+
+/// The receiving side of the stream: bytes delivered in order, each once.
+#[derive(Debug)]
+pub struct Reassembly {
+    received: RangeSet,
+    total: Option<u64>,
+    /// Stream bytes delivered in order.
+    pub delivered: u64,
+    /// Stream bytes received more than once.
+    pub duplicate: u64,
+    /// When the last byte of a sized stream arrived, ns.
+    pub completion_ns: Option<u64>,
+}
+
+impl Reassembly {
+    /// Reassembly of a stream of `total` bytes (`None`: unbounded).
+    pub fn new(total: Option<u64>) -> Self {
+        Reassembly {
+            received: RangeSet::new(),
+            total,
+            delivered: 0,
+            duplicate: 0,
+            completion_ns: None,
+        }
+    }
+
+    /// Bytes `offset..offset + len` arrived at `now`.
+    pub fn take(&mut self, now: u64, offset: u64, len: u32) {
+        let end = offset + u64::from(len);
+        let new = self.received.insert(offset, end);
+        self.duplicate += u64::from(len) - new;
+        self.delivered = self.received.contiguous_end(0);
+        if self.completion_ns.is_none() && self.total.is_some_and(|t| self.delivered >= t) {
+            self.completion_ns = Some(now);
+        }
+    }
+}
