@@ -6,17 +6,22 @@
 //!
 //! Shared parts live once: the windowed min/max filter ([`minmax`]), the RTT estimator
 //! ([`rtt`]), the delivery-rate sampler ([`delivery_rate`]), the one-way queuing-delay
-//! estimator ([`owqd`]) and the [`registry`] that builds any controller from a name.
+//! estimator ([`owqd`]), the monitor intervals of the rate-based PCC family ([`monitor`]) and
+//! the [`registry`] that builds any controller from a name.
 
 pub mod aimd;
 pub mod bbr;
 pub mod bbr2;
 pub mod controller;
 pub mod cubic;
+pub mod delay_fq;
 pub mod delivery_rate;
+pub mod fq_probe;
+pub mod fq_switch;
 pub mod highspeed;
 pub mod htcp;
 pub mod minmax;
+pub mod monitor;
 pub mod newreno;
 pub mod owqd;
 pub mod params;
@@ -26,6 +31,7 @@ pub mod rtt;
 pub mod scalable;
 pub mod siad;
 pub mod units;
+pub mod vivace;
 pub mod westwood;
 
 pub use controller::{

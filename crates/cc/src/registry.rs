@@ -3,8 +3,8 @@
 
 use crate::controller::{Controller, ControllerConfig};
 use crate::params::{ParamError, ParamReader, ParamSpec, Params};
-use crate::{bbr, bbr2, cubic, newreno, quic_dc, siad, westwood};
-use crate::{highspeed, htcp, scalable};
+use crate::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
+use crate::{delay_fq, highspeed, htcp, scalable, vivace};
 use std::fmt;
 
 /// Builds a controller from its checked parameters.
@@ -84,6 +84,10 @@ pub fn controllers() -> &'static [ControllerInfo] {
         scalable::INFO,
         htcp::INFO,
         siad::INFO,
+        delay_fq::INFO,
+        vivace::INFO,
+        vivace::PCC_INFO,
+        fq_switch::INFO,
     ];
     ALL
 }

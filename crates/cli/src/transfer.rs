@@ -201,6 +201,7 @@ fn real_summary(
         loss_event_distance_s: None,
         completion_s: Some(secs),
         transfers_completed: None,
+        fq_detection: None,
         delivered_bytes: report.bytes,
         retransmitted_bytes: counters.bytes_lost,
     };

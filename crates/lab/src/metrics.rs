@@ -9,6 +9,7 @@
 
 use crate::scenario::Scenario;
 use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::ControllerState;
 use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::{LinkStats, SimResult};
 use serde::Serialize;
@@ -60,10 +61,52 @@ pub struct FlowMetrics {
     /// Short-flow arrivals: transfers whose last byte arrived in the window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfers_completed: Option<u64>,
+    /// `fq_switch`: what its fair-queuing probe last decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fq_detection: Option<FqDetection>,
     /// Application bytes delivered in the window.
     pub delivered_bytes: u64,
     /// Payload bytes retransmitted in the window.
     pub retransmitted_bytes: u64,
+}
+
+/// What an `fq_switch` flow's fair-queuing probe decided (its last decision).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FqDetection {
+    /// Whether the bottleneck was taken to be a fair queue.
+    pub fair_queuing: bool,
+    /// Eq. (1) of the deciding round; absent when the probe gave up.
+    pub loss_ratio: Option<f64>,
+    /// Fraction of the slow leg's (subflow 1's) bytes lost in the deciding round.
+    pub slow_leg_loss: f64,
+    /// Fraction of the fast leg's (subflow 2's) bytes lost in the deciding round.
+    pub fast_leg_loss: f64,
+    /// Decisions over the run (more than one with re-detection).
+    pub detections: u64,
+}
+
+impl FqDetection {
+    /// The decision in a controller's final state, if it made one.
+    pub fn from_state(state: &ControllerState) -> Option<FqDetection> {
+        use kleinrock_cc::fq_switch::{
+            DETECTIONS, FAST_LEG_LOSS, FQ_DETECTED, LOSS_RATIO, SLOW_LEG_LOSS,
+        };
+        let value = |key: &str| {
+            state
+                .values
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v)
+                .filter(|v| !v.is_nan())
+        };
+        Some(FqDetection {
+            fair_queuing: value(FQ_DETECTED)? > 0.5,
+            loss_ratio: value(LOSS_RATIO),
+            slow_leg_loss: value(SLOW_LEG_LOSS)?,
+            fast_leg_loss: value(FAST_LEG_LOSS)?,
+            detections: value(DETECTIONS)? as u64,
+        })
+    }
 }
 
 /// Metrics of one link.
@@ -211,6 +254,7 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
                 loss_events: c.loss_events,
                 loss_event_distance_s: mean_gap_s(&s.loss_event_times),
                 transfers_completed: s.transfers.as_ref().map(|t| t.completed),
+                fq_detection: FqDetection::from_state(&s.final_state),
                 completion_s: match &s.transfers {
                     Some(t) => t.completion_times.mean().map(|ns| ns / 1e9),
                     None => s

@@ -153,6 +153,7 @@ struct FlowSpec {
     stagger: Option<String>,
     packet_size: Option<u32>,
     pacing: Option<bool>,
+    interface_rate: Option<String>,
     delayed_ack: Option<bool>,
     receive_timestamps: Option<bool>,
     #[serde(default)]
@@ -751,6 +752,9 @@ fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<T
         t.packet_size = size;
     }
     t.pacing = f.pacing.unwrap_or(t.pacing);
+    if let Some(rate) = &f.interface_rate {
+        t.interface_rate = Some(field(at("interface_rate"), parse_rate(rate))?);
+    }
     t.delayed_ack = f.delayed_ack.unwrap_or(t.delayed_ack);
     t.receive_timestamps = f.receive_timestamps.unwrap_or(t.receive_timestamps);
     Ok(t)

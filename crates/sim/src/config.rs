@@ -111,6 +111,9 @@ pub struct TransportConfig {
     pub max_ack_delay: Duration,
     /// Whether ACKs carry receive timestamps, giving controllers one-way-delay samples.
     pub receive_timestamps: bool,
+    /// The sending host's interface rate: a paced sender never paces faster, whatever its
+    /// controller asks (a host cannot send faster than its NIC); `None`: no limit.
+    pub interface_rate: Option<Rate>,
 }
 
 impl Default for TransportConfig {
@@ -125,6 +128,7 @@ impl Default for TransportConfig {
             delayed_ack: false,
             max_ack_delay: Duration::from_millis(25),
             receive_timestamps: true,
+            interface_rate: None,
         }
     }
 }

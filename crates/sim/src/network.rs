@@ -798,5 +798,9 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
         loss_event_times: measured.loss_event_times,
         max_rtt_ns: measured.max_rtt_ns,
         transfers: None,
+        final_state: match &flow.endpoints {
+            Endpoints::Reliable(c) => c.primary().sender.controller().state(),
+            _ => Default::default(),
+        },
     }
 }

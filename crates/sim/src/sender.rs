@@ -219,8 +219,17 @@ impl Sender {
         &self.rtt
     }
 
-    /// The rate the sender paces at now, if it paces.
+    /// The rate the sender paces at now, if it paces: the controller's (or a multiple of
+    /// cwnd / srtt), at most the interface rate.
     pub fn pacing_rate(&self) -> Option<Rate> {
+        let rate = self.wanted_pacing_rate()?;
+        Some(match self.cfg.interface_rate {
+            Some(max) if max.bits_per_sec() < rate.bits_per_sec() => max,
+            _ => rate,
+        })
+    }
+
+    fn wanted_pacing_rate(&self) -> Option<Rate> {
         if !self.cfg.pacing {
             return None;
         }

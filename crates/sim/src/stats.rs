@@ -89,6 +89,8 @@ pub struct FlowStats {
     /// For a short-flow arrival process: its transfers (the fields above then sum or merge
     /// those of all its transfers over the window).
     pub transfers: Option<TransferStats>,
+    /// The (first subflow's) controller's state at the end of the run.
+    pub final_state: kleinrock_cc::ControllerState,
 }
 
 /// The transfers of a short-flow arrival process, over the measurement window.

@@ -4,10 +4,12 @@
 //! paper with our measurement and whether it holds, and the data behind the figure as CSV.
 
 pub mod bbr;
+pub mod fq_detect;
 pub mod quic_dc;
 pub mod siad;
 mod traces;
 
+use crate::metrics::Summary;
 use crate::runner::{run_all, write_atomically, write_file, RunOutput};
 use crate::scenario::{parse, ScenarioSet};
 use std::io::{self, Write};
@@ -150,7 +152,7 @@ pub struct PaperInfo {
 
 /// Every reproducible paper.
 pub fn papers() -> &'static [PaperInfo] {
-    const ALL: &[PaperInfo] = &[bbr::INFO, quic_dc::INFO, siad::INFO];
+    const ALL: &[PaperInfo] = &[bbr::INFO, quic_dc::INFO, siad::INFO, fq_detect::INFO];
     ALL
 }
 
@@ -172,6 +174,15 @@ fn run_embedded(
     progress(&format!("{origin} ({} runs)", set.points.len()));
     let outputs = run_all(&set.points, || {});
     Ok((set, outputs))
+}
+
+/// The value of sweep key `key` at a run's point.
+fn point_value(s: &Summary, key: &str) -> Result<String, String> {
+    s.point
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| format!("point without `{key}`"))
 }
 
 /// `v` with `digits` decimals.

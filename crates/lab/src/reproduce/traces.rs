@@ -13,6 +13,17 @@ pub fn index_at(s: &Series, t: f64) -> usize {
     s.time_s.partition_point(|&x| x < t)
 }
 
+/// Cumulative bytes of a trace column at time `t` (s): the last sample at or before `t`,
+/// zero before the first sample (or where the column has no value).
+pub fn bytes_at(s: &Series, bytes: &[f64], t: f64) -> f64 {
+    let i = index_at(s, t + 1e-9);
+    (0..i.min(bytes.len()))
+        .rev()
+        .map(|k| bytes[k])
+        .find(|v| !v.is_nan())
+        .unwrap_or(0.0)
+}
+
 /// Index of the first sample from `from` on whose mode is not `mode`.
 pub fn first_not_in_mode(s: &Series, from: usize, mode: &str) -> Option<usize> {
     (from..s.mode.len()).find(|&i| s.mode[i] != mode)

@@ -69,8 +69,8 @@ pub mod random_loss;
 pub use convergence::fig10;
 pub use random_loss::{fig13, short_flows};
 
-use super::traces::{column, entries, index_at};
-use super::{fmt, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
+use super::traces::{bytes_at, column, entries, index_at};
+use super::{fmt, point_value, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
 use crate::metrics::Summary;
 use crate::report::Table;
 use crate::runner::RunOutput;
@@ -116,15 +116,6 @@ pub fn run(progress: Progress) -> Result<Report, String> {
             short_flows(progress)?,
         ],
     })
-}
-
-/// The value of sweep key `key` at a run's point.
-fn point_value(s: &Summary, key: &str) -> Result<String, String> {
-    s.point
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.clone())
-        .ok_or_else(|| format!("point without `{key}`"))
 }
 
 /// A named column: its title and how a run's summary gives its cell.
@@ -729,17 +720,6 @@ pub fn fig8(progress: Progress) -> Result<Figure, String> {
         )],
         data: vec![("fig8_ten_flows.csv".into(), csv)],
     })
-}
-
-/// Cumulative bytes of a trace column at time `t` (s): the last sample at or before `t`,
-/// zero before the first sample (or where the column has no value).
-fn bytes_at(s: &kleinrock_sim::trace::Series, bytes: &[f64], t: f64) -> f64 {
-    let i = index_at(s, t + 1e-9);
-    (0..i.min(bytes.len()))
-        .rev()
-        .map(|k| bytes[k])
-        .find(|v| !v.is_nan())
-        .unwrap_or(0.0)
 }
 
 /// Figure 9: a second SIAD flow joins at 60 s and leaves at 180 s, 100 Mbps / 0.3 BDP.
