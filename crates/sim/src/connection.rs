@@ -222,11 +222,12 @@ impl Connection {
     /// How many subflows the first subflow's controller wants opened (positive) or closed
     /// (negative) now.
     pub fn subflow_change(&self) -> isize {
-        if !self.started || self.finished_ns().is_some() {
+        let wanted = self.subflows[0].sender.controller().extra_subflows() as isize;
+        let open = self.open_extra() as isize;
+        if wanted == open || !self.started || self.finished_ns().is_some() {
             return 0;
         }
-        let wanted = self.subflows[0].sender.controller().extra_subflows();
-        wanted as isize - self.open_extra() as isize
+        wanted - open
     }
 
     /// Opens a subflow as flow `flow` at `now`, with the controller the first subflow's

@@ -42,7 +42,7 @@ fn arrivals_stream(i: usize) -> u64 {
 }
 
 enum Endpoints {
-    Reliable(Box<Connection>),
+    Reliable(Connection),
     /// An extra subflow of the connection of flow `connection`: its packets and timers go
     /// there.
     Subflow {
@@ -78,7 +78,7 @@ fn reliable(
     transport: TransportConfig,
     app: AppConfig,
 ) -> Endpoints {
-    Endpoints::Reliable(Box::new(Connection::new(id, controller, transport, app)))
+    Endpoints::Reliable(Connection::new(id, controller, transport, app))
 }
 
 struct Flow {
