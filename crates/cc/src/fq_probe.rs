@@ -15,15 +15,18 @@
 //!   round and the bytes lost of packets sent in it (a loss event's newest lost packet was
 //!   sent in the round).
 //! - After the round's end the legs keep their rates until its packets are resolved: an ACK
-//!   of a packet sent after the end has arrived on both legs, and 1.25 smoothed RTTs (past
-//!   RFC 9002's 9/8 RTT time threshold) have passed since the end. A leg that gets no such
+//!   of a packet sent after the end has arrived on both legs, and 1.25 RTTs (past RFC 9002's
+//!   9/8 RTT time threshold, which takes the larger of the smoothed and the latest RTT) have
+//!   passed since the end. A leg that gets no such
 //!   ACK within 3 smoothed RTTs plus 200 ms of the end (a leg losing everything: no ACK, so no
 //!   loss is ever declared) counts every byte it sent in the round and that was neither
 //!   acknowledged nor declared lost as lost.
 //! - A round in which a leg loses for the first time is discarded and the rates are kept: the
 //!   reference reports a "dummy" result for a flow's first loss and neither doubles nor
 //!   decides on it (§14.3). Otherwise: both legs lost → decide (eq. (1)); else double both
-//!   rates (§III-A step 2). A new round starts.
+//!   rates (§III-A step 2). A round in which both legs lost everything says nothing about
+//!   the queue (eq. (1) would be 0/0) and is discarded like a first-loss round. A new round
+//!   starts.
 //!   So a leg still below its fair share at a fair queue (the slow one, when r < C / 2 <
 //!   2r) does not stop the doubling until it loses too.
 //! - Pacing is jittered (§VII): each gap between two packets of a leg is the nominal gap
@@ -111,6 +114,7 @@ pub struct Probe {
     gap_factor: [f64; LEGS],
     rngs: [ChaCha8Rng; LEGS],
     srtt: [Option<Duration>; LEGS],
+    latest: [Option<Duration>; LEGS],
     round: Option<Round>,
     rounds: u32,
     lost_once: [bool; LEGS],
@@ -131,6 +135,7 @@ impl Probe {
             gap_factor: [1.0; LEGS],
             rngs: [rng(0), rng(1)],
             srtt: [None; LEGS],
+            latest: [None; LEGS],
             round: None,
             rounds: 0,
             lost_once: [false; LEGS],
@@ -186,16 +191,18 @@ impl Probe {
         }
     }
 
-    /// Leg `leg` got an ACK at `now` of `bytes`, the newest of them sent at `sent`.
+    /// Leg `leg` got an ACK at `now` of `bytes`, the newest of them sent at `sent`, with the
+    /// leg's smoothed and latest RTT.
     pub fn on_ack(
         &mut self,
         leg: usize,
         now: Instant,
         sent: Instant,
         bytes: u64,
-        srtt: Option<Duration>,
+        (srtt, latest): (Option<Duration>, Option<Duration>),
     ) {
         self.srtt[leg] = srtt.or(self.srtt[leg]);
+        self.latest[leg] = latest.or(self.latest[leg]);
         if let Some(r) = &mut self.round {
             r.acked_past_end[leg] |= sent >= r.end;
             if sent >= r.start && sent < r.end {
@@ -224,6 +231,18 @@ impl Probe {
             .unwrap_or_default()
     }
 
+    /// The larger of the legs' smoothed and latest RTTs: what RFC 9002's time threshold
+    /// scales.
+    fn loss_rtt(&self) -> Duration {
+        self.latest
+            .iter()
+            .flatten()
+            .max()
+            .copied()
+            .unwrap_or_default()
+            .max(self.srtt())
+    }
+
     fn begin_round(&mut self, now: Instant) -> Round {
         let packets = self
             .slow_rate
@@ -247,7 +266,7 @@ impl Probe {
 
     /// The round's counts once its packets are resolved at `now`, if they are.
     fn resolved(&self, r: &Round, now: Instant) -> Option<Round> {
-        let srtt = self.srtt();
+        let srtt = self.loss_rtt();
         if now < r.end + srtt.mul_f64(RESOLVE_RTTS) {
             return None;
         }
@@ -280,7 +299,9 @@ impl Probe {
         for (once, lost) in self.lost_once.iter_mut().zip(lost) {
             *once |= lost;
         }
-        if !first_loss && r.sent.iter().all(|&s| s > 0) && lost == [true, true] {
+        let blackout = (0..LEGS).all(|l| r.lost[l] >= r.sent[l]);
+        let discard = first_loss || blackout;
+        if !discard && r.sent.iter().all(|&s| s > 0) && lost == [true, true] {
             self.outcome = Some(self.decide(&r));
             return;
         }
@@ -288,7 +309,7 @@ impl Probe {
             self.outcome = Some(self.give_up(&r));
             return;
         }
-        if !first_loss {
+        if !discard {
             // FQ-detect §III-A step 2: double both rates (ALGORITHMS.md §14.3: also when only
             // one leg lost).
             self.slow_rate = self.slow_rate.scaled(2.0);
@@ -377,7 +398,7 @@ mod tests {
         }
         let done = (r.end + RTT.mul_f64(2.0)).as_nanos() / 1_000_000 + 1;
         for leg in 0..LEGS {
-            p.on_ack(leg, ms(done), r.end, MSS, Some(RTT));
+            p.on_ack(leg, ms(done), r.end, MSS, (Some(RTT), Some(RTT)));
         }
         done
     }
@@ -436,6 +457,17 @@ mod tests {
     }
 
     #[test]
+    fn a_round_where_both_legs_lost_everything_decides_nothing() {
+        // Eq. (1) would be 0/0: an outage says nothing about the queue. The round is
+        // discarded and the rates kept.
+        let mut p = Probe::new(config(0.0));
+        let t = round(&mut p, 0, [10, 20], [1, 1]);
+        round(&mut p, t, [10, 20], [10, 20]);
+        assert!(p.outcome().is_none());
+        assert_eq!(p.nominal_rate(0).bits_per_sec(), 1e6);
+    }
+
+    #[test]
     fn a_silent_leg_counts_what_it_sent_as_lost() {
         // The slow leg loses everything: no ACK, so no loss is ever declared. After 3 RTTs
         // plus 200 ms its unacknowledged bytes of the round count as lost.
@@ -448,7 +480,7 @@ mod tests {
         }
         let r = p.round.expect("a round runs");
         let late = r.end + RTT.mul_f64(SILENCE_RTTS) + SILENCE_FLOOR;
-        p.on_ack(1, late, r.end, MSS, Some(RTT));
+        p.on_ack(1, late, r.end, MSS, (Some(RTT), Some(RTT)));
         assert_eq!(p.rounds(), 1);
         assert_eq!(p.lost_once, [true, false]);
     }

@@ -192,7 +192,7 @@ fn probe_ack(probe: &Mutex<Probe>, leg: usize, now: Instant, ack: &AckEvent) {
         now,
         ack.largest_acked_sent_time,
         ack.acked_bytes,
-        ack.smoothed_rtt,
+        (ack.smoothed_rtt, ack.rtt_sample),
     );
 }
 
@@ -247,6 +247,7 @@ pub struct FqSwitch {
     detections: u32,
     next_probe: Option<Instant>,
     srtt: Option<Duration>,
+    delivered: Option<Rate>,
 }
 
 impl FqSwitch {
@@ -262,6 +263,7 @@ impl FqSwitch {
             detections: 0,
             next_probe: None,
             srtt: None,
+            delivered: None,
         }
     }
 
@@ -285,46 +287,70 @@ impl FqSwitch {
     }
 
     fn hand_over(&mut self, now: Instant, outcome: Outcome) {
+        let gave_up = outcome.loss_ratio.is_nan();
         let same = self
             .last
             .is_some_and(|l| l.fair_queuing == outcome.fair_queuing);
-        if !same || self.running.is_none() {
+        // A re-detection that gave up (nothing lost in 40 rounds: an application-limited
+        // connection) keeps the previous decision and controller.
+        let keep = self.running.is_some() && gave_up;
+        // The same decision resumes the paused controller unless it can start at a rate: then
+        // it starts afresh at the probe's goodput, so its measurements do not mix the probe's
+        // losses and RTTs with its own from before the pause.
+        let resume = self.running.is_some() && same && !self.takes_start_rate(&outcome);
+        if !keep && !resume {
             self.running = Some(self.build_inner(&outcome));
         }
-        self.last = Some(outcome);
+        if !keep {
+            self.last = Some(outcome);
+        }
         self.detections += 1;
         self.probe = None;
         self.next_probe = self.switch.redetect.map(|d| now + d);
     }
 
-    /// The controller for `outcome`, starting at the probe's goodput where it can.
-    fn build_inner(&self, outcome: &Outcome) -> Box<dyn Controller> {
+    fn inner_for(&self, outcome: &Outcome) -> &'static ControllerInfo {
         let name = if outcome.fair_queuing {
             &self.switch.fq
         } else {
             &self.switch.fifo
         };
-        let info = registry::find(name).expect("checked when fq_switch was built");
+        registry::find(name).expect("checked when fq_switch was built")
+    }
+
+    fn takes_start_rate(&self, outcome: &Outcome) -> bool {
+        self.inner_for(outcome)
+            .params
+            .iter()
+            .any(|p| p.name == START_RATE)
+    }
+
+    /// The controller for `outcome`, starting at the probe's goodput where it can.
+    fn build_inner(&self, outcome: &Outcome) -> Box<dyn Controller> {
+        let info = self.inner_for(outcome);
         let mut params = Params::new();
-        if info.params.iter().any(|p| p.name == START_RATE) {
-            let bps = outcome.goodput.bits_per_sec();
-            params.insert(START_RATE.into(), ParamValue::Number(bps.max(1e3)));
+        if self.takes_start_rate(outcome) {
+            let bps = outcome.goodput.bits_per_sec().clamp(1e3, 1e12);
+            params.insert(START_RATE.into(), ParamValue::Number(bps));
         }
         if info.params.iter().any(|p| p.name == STARTUP) {
             params.insert(STARTUP.into(), ParamValue::Bool(false));
         }
-        registry::build(name, &params, &self.config)
+        registry::build(info.name, &params, &self.config)
             .expect("a registered controller builds with its own start parameters")
     }
 
-    /// Re-detection: a new probe whose two legs together start at the current rate.
+    /// Re-detection: a new probe whose two legs together start at the rate the connection
+    /// delivers (its latest delivery-rate sample; the controller's own rate may be far above
+    /// what the path or the host's interface carries).
     fn probe_again(&mut self) {
         let current = self
-            .running
-            .as_ref()
-            .and_then(|c| {
-                c.pacing_rate()
-                    .or_else(|| self.srtt.map(|s| Rate::from_bytes_over(c.cwnd(), s)))
+            .delivered
+            .or_else(|| {
+                self.running.as_ref().and_then(|c| {
+                    c.pacing_rate()
+                        .or_else(|| self.srtt.map(|s| Rate::from_bytes_over(c.cwnd(), s)))
+                })
             })
             .unwrap_or(self.switch.probe.start_rate.scaled(3.0));
         let probe = ProbeConfig {
@@ -373,6 +399,7 @@ impl Controller for FqSwitch {
 
     fn on_ack(&mut self, now: Instant, ack: &AckEvent) {
         self.srtt = ack.smoothed_rtt.or(self.srtt);
+        self.delivered = ack.rate.and_then(|r| r.delivery_rate()).or(self.delivered);
         match (&self.probe, &mut self.running) {
             (Some(p), _) => probe_ack(p, 0, now, ack),
             (None, Some(c)) => c.on_ack(now, ack),

@@ -6,7 +6,7 @@
 //!
 //! Not asserted, because it does not hold (`docs/fq_switch.md`, "The reproduction"):
 //! `fq_switch_lower_delay_no_less_throughput` (§VI-D). The delay half holds (64.8 against
-//! 86.4 ms), but the throughput half misses by 0.06 Mbit/s. Two runs at a 1-packet per-flow
+//! 86.4 ms), but the throughput half misses by 0.03 Mbit/s. Two runs at a 1-packet per-flow
 //! limit stall: an exactly periodic drop pattern keeps dropping the head-of-line
 //! retransmission.
 

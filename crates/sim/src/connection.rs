@@ -284,9 +284,13 @@ impl Connection {
             .try_fold(0, |latest, f| f.map(|f| latest.max(f)))
     }
 
-    /// Bytes in flight over all subflows.
+    /// Bytes in flight over the open subflows (a closed one's are resent on the others).
     pub fn in_flight(&self) -> u64 {
-        self.subflows.iter().map(|s| s.sender.in_flight()).sum()
+        self.subflows
+            .iter()
+            .filter(|s| s.open)
+            .map(|s| s.sender.in_flight())
+            .sum()
     }
 
     /// Counters over all subflows.

@@ -66,15 +66,18 @@ impl GridRun {
         )
     }
 
-    /// Why the probe got it wrong, where the configuration says.
+    /// Why the probe got it wrong, where the configuration says (only for a decision made on
+    /// eq. (1): a run without one is never explained this way).
     fn explanation(&self) -> &'static str {
-        match (self.fair_queue, self.buffer_pkts) {
-            (true, 1) => {
+        let decided = self.detection.is_some_and(|d| d.loss_ratio.is_some());
+        match (decided, self.fair_queue, self.buffer_pkts) {
+            (false, _, _) => "no decision on eq. (1): see this run's trace",
+            (true, true, 1) => {
                 "1-packet per-flow limit: the slow leg loses packets to its own jittered \
                  bursts (two of its packets within one round-robin turn) before it exceeds its \
                  fair share, so eq. (1) stays below the cutoff"
             }
-            (false, 1) => {
+            (true, false, 1) => {
                 "1-packet FIFO: which leg's packet finds the one slot free is down to the \
                  jittered arrival order, and the deciding round is short, so the two legs' \
                  loss fractions differ by chance"
@@ -204,7 +207,7 @@ fn accuracy_figure(
     let (table, csv, overall) = accuracy_report(runs);
     let unexplained = runs
         .iter()
-        .filter(|r| !r.correct() && r.explanation().starts_with("not explained"))
+        .filter(|r| !r.correct() && r.explanation().contains("see this run's trace"))
         .count();
     Figure {
         id: id.into(),
@@ -262,11 +265,14 @@ pub fn accuracy_cross(progress: Progress) -> Result<Figure, String> {
     ))
 }
 
-/// FIFO runs whose slow leg lost at least [`LOCKED_LOSS`] in the deciding round.
+/// FIFO runs whose slow leg lost at least [`LOCKED_LOSS`] in the round eq. (1) decided on.
 fn locked(runs: &[GridRun]) -> Vec<&GridRun> {
     runs.iter()
         .filter(|r| !r.fair_queue)
-        .filter(|r| r.detection.is_some_and(|d| d.slow_leg_loss >= LOCKED_LOSS))
+        .filter(|r| {
+            r.detection
+                .is_some_and(|d| d.loss_ratio.is_some() && d.slow_leg_loss >= LOCKED_LOSS)
+        })
         .collect()
 }
 
@@ -357,11 +363,13 @@ pub fn phase_locking(progress: Progress) -> Result<Figure, String> {
 /// §VI-D: `fq_switch` against Cubic alone over the fair-queuing configurations.
 pub fn systematic(progress: Progress) -> Result<Figure, String> {
     let (_, outs) = run_embedded("scenarios/fq-detect/systematic.toml", SYSTEMATIC, progress)?;
+    // Both means are over the runs with RTT samples (all of them, unless a run stalled
+    // before its first ACK).
     let mean = |name: &str, value: fn(&Summary) -> Option<f64>| -> Result<f64, String> {
         let v: Vec<f64> = outs
             .iter()
             .map(|o| &o.summary)
-            .filter(|s| s.flows[0].name == name)
+            .filter(|s| s.flows[0].name == name && s.flows[0].rtt_mean_ms.is_some())
             .filter_map(value)
             .collect();
         if v.is_empty() {

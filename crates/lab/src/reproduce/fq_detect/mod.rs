@@ -110,8 +110,9 @@ pub fn fig2_3(progress: Progress) -> Result<Figure, String> {
     let share = delay.goodput_bps / cubic.goodput_bps.max(1.0);
     Ok(Figure {
         id: "Fig. 2-3".into(),
-        title: "one flow, 10 Mbit/s, 10 ms RTT, 100-packet FIFO, 30 s: Cubic against the \
-                delay-based controller (its doubling start included)"
+        title: "one flow, 10 Mbit/s, 10 ms RTT, 100-packet FIFO, 30 s, measured from 5 s (after \
+                the start-up peak, which the paper sets apart): Cubic against the delay-based \
+                controller"
             .into(),
         table,
         claims: vec![
