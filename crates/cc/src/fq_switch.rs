@@ -29,14 +29,13 @@
 use crate::controller::SentPacket;
 use crate::controller::{AckEvent, CongestionEvent, Controller, ControllerConfig, ControllerState};
 use crate::fq_probe::{Outcome, Probe, ProbeConfig};
+use crate::monitor::RATE_BASED_CWND;
 use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params};
 use crate::registry::{self, ControllerInfo};
 use crate::units::{Instant, Rate};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// A window that never limits a rate-paced probe leg.
-const UNLIMITED_WINDOW: u64 = u64::MAX / 4;
 /// Rounds after which the probe gives up (a path it cannot saturate: 2^40 x the start rate).
 const MAX_ROUNDS: u32 = 40;
 /// Traced values of the last decision (NaN before the first): 1 if a fair queue was
@@ -219,7 +218,7 @@ impl Controller for FastLeg {
     }
 
     fn cwnd(&self) -> u64 {
-        UNLIMITED_WINDOW
+        RATE_BASED_CWND
     }
 
     fn pacing_rate(&self) -> Option<Rate> {
@@ -432,7 +431,7 @@ impl Controller for FqSwitch {
     fn cwnd(&self) -> u64 {
         match (&self.probe, &self.running) {
             (None, Some(c)) => c.cwnd(),
-            _ => UNLIMITED_WINDOW,
+            _ => RATE_BASED_CWND,
         }
     }
 
