@@ -16,20 +16,18 @@ const QUIET: &(dyn Fn(&str) + Sync) = &|_| {};
 
 #[test]
 fn figures_accuracy_phase_locking_and_redetection() {
+    let (alone, phase_locking) =
+        accuracy::accuracy_and_phase_locking(QUIET).expect("the accuracy grids run");
     let results = [
         fq_detect::fig4_7(QUIET).expect("Figs. 4-7 run").check(&[
             "fifo_delay_based_starves",
             "fq_delay_based_fair_and_low_delay",
         ]),
-        accuracy::accuracy(QUIET)
-            .expect("the accuracy grid runs")
-            .check(&["accuracy_alone"]),
+        alone.check(&["accuracy_alone"]),
         accuracy::accuracy_cross(QUIET)
             .expect("the accuracy grid with Cubic runs")
             .check(&["accuracy_with_cubic"]),
-        accuracy::phase_locking(QUIET)
-            .expect("the phase-locking grid runs")
-            .check(&["jitter_prevents_phase_locking"]),
+        phase_locking.check(&["jitter_prevents_phase_locking"]),
         fq_detect::redetection(QUIET)
             .expect("the re-detection experiment runs")
             .check(&["redetection_moves_to_loss_based", "no_redetection_starves"]),

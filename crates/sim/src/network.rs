@@ -150,6 +150,23 @@ impl Flow {
         }
     }
 
+    /// A new flow on this one's paths, starting at `now` with `endpoints`: a transfer of an
+    /// arrival process or an extra subflow.
+    fn sibling(&self, now: u64, endpoints: Endpoints) -> Flow {
+        Flow {
+            name: String::new(),
+            forward: self.forward.clone(),
+            reverse: self.reverse.clone(),
+            start_ns: now,
+            stop_ns: None,
+            size: None,
+            endpoints,
+            at_warmup: FlowCounters::default(),
+            done: false,
+            group: None,
+        }
+    }
+
     /// Whether the flow ends by itself (sized, stopped, or a limited arrival process).
     fn bounded(&self) -> bool {
         match &self.endpoints {
@@ -415,17 +432,10 @@ impl Simulator {
             if change == 0 || !c.open_subflow(id, now, &mut self.outbox, &mut self.events) {
                 return;
             }
+            // Never counted as a flow of its own: its connection is.
             let subflow = Flow {
-                name: String::new(),
-                forward: flow.forward.clone(),
-                reverse: flow.reverse.clone(),
-                start_ns: now,
-                stop_ns: None,
-                size: None,
-                endpoints: Endpoints::Subflow { connection: f },
-                at_warmup: FlowCounters::default(),
                 done: true,
-                group: None,
+                ..flow.sibling(now, Endpoints::Subflow { connection: f })
             };
             self.flows.push(subflow);
         }
@@ -487,16 +497,9 @@ impl Simulator {
             endpoints.start_measuring();
         }
         let transfer = Flow {
-            name: String::new(),
-            forward: parent.forward.clone(),
-            reverse: parent.reverse.clone(),
-            start_ns: now,
-            stop_ns: None,
             size: parent.size,
-            endpoints,
-            at_warmup: FlowCounters::default(),
-            done: false,
             group: Some(f),
+            ..parent.sibling(now, endpoints)
         };
         self.flows.push(transfer);
         self.on_flow_start(id);

@@ -24,6 +24,11 @@ pub fn bytes_at(s: &Series, bytes: &[f64], t: f64) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Growth of a cumulative byte column between `a` and `b` seconds, in bits per second.
+pub fn rate_between(s: &Series, bytes: &[f64], a: f64, b: f64) -> f64 {
+    (bytes_at(s, bytes, b) - bytes_at(s, bytes, a)) * 8.0 / (b - a)
+}
+
 /// Index of the first sample from `from` on whose mode is not `mode`.
 pub fn first_not_in_mode(s: &Series, from: usize, mode: &str) -> Option<usize> {
     (from..s.mode.len()).find(|&i| s.mode[i] != mode)

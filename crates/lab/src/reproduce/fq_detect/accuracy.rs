@@ -231,19 +231,30 @@ fn accuracy_figure(
     }
 }
 
-/// §VI-C accuracy without cross traffic.
-pub fn accuracy(progress: Progress) -> Result<Figure, String> {
+/// §VI-C accuracy without cross traffic, and §VII phase-locking (which sets the same runs, the
+/// probe jittered, against the FIFO half without jitter).
+pub fn accuracy_and_phase_locking(progress: Progress) -> Result<(Figure, Figure), String> {
     let runs = runs_of("scenarios/fq-detect/accuracy.toml", ACCURACY, progress)?;
-    Ok(accuracy_figure(
+    let still = runs_of(
+        "scenarios/fq-detect/phase_locking.toml",
+        PHASE_LOCKING,
+        progress,
+    )?;
+    Ok((accuracy(&runs), phase_locking(&still, &runs)))
+}
+
+/// §VI-C accuracy without cross traffic.
+fn accuracy(runs: &[GridRun]) -> Figure {
+    accuracy_figure(
         "§VI-C",
         "FQ detection accuracy: one fq_switch flow, the 125-configuration grid with a fair \
          queue and with a shared FIFO, 30 s each",
         "accuracy_alone",
         ACCURACY_ALONE,
         "paper: over 99 % of FIFO and 97 % of FQ runs, 98 % overall",
-        &runs,
+        runs,
         "accuracy.csv",
-    ))
+    )
 }
 
 /// §VI-C accuracy with a Cubic flow started 5 s earlier.
@@ -276,15 +287,10 @@ fn locked(runs: &[GridRun]) -> Vec<&GridRun> {
         .collect()
 }
 
-/// §VII: the probe without jitter phase-locks at a FIFO; with jitter it does not.
-pub fn phase_locking(progress: Progress) -> Result<Figure, String> {
-    let still = runs_of(
-        "scenarios/fq-detect/phase_locking.toml",
-        PHASE_LOCKING,
-        progress,
-    )?;
-    let jittered = runs_of("scenarios/fq-detect/accuracy.toml", ACCURACY, progress)?;
-    let (a, b) = (locked(&still), locked(&jittered));
+/// §VII: the probe without jitter (`still`) phase-locks at a FIFO; with jitter (`jittered`)
+/// it does not.
+fn phase_locking(still: &[GridRun], jittered: &[GridRun]) -> Figure {
+    let (a, b) = (locked(still), locked(jittered));
     let fifo = still.iter().filter(|r| !r.fair_queue).count();
     let worst_jittered = jittered
         .iter()
@@ -322,7 +328,7 @@ pub fn phase_locking(progress: Progress) -> Result<Figure, String> {
     let mut table = t.render();
     table.push('\n');
     let mut csv = String::from("jitter,rate_mbps,rtt_ms,buffer_pkts,slow_leg_loss,fast_leg_loss\n");
-    for (jitter, runs) in [("0", &still), ("0.5", &jittered)] {
+    for (jitter, runs) in [("0", still), ("0.5", jittered)] {
         for r in runs.iter().filter(|r| !r.fair_queue) {
             if let Some(d) = r.detection {
                 csv.push_str(&format!(
@@ -332,7 +338,7 @@ pub fn phase_locking(progress: Progress) -> Result<Figure, String> {
             }
         }
     }
-    Ok(Figure {
+    Figure {
         id: "§VII".into(),
         title: "phase-locking at a shared FIFO: the probe's legs paced exactly (no jitter; the \
                 slow leg's sends trail the fast leg's by 1 us, as the paper saw) against the \
@@ -357,7 +363,7 @@ pub fn phase_locking(progress: Progress) -> Result<Figure, String> {
             !a.is_empty() && b.is_empty(),
         )],
         data: vec![("phase_locking.csv".into(), csv)],
-    })
+    }
 }
 
 /// §VI-D: `fq_switch` against Cubic alone over the fair-queuing configurations.

@@ -15,7 +15,7 @@
 
 pub mod accuracy;
 
-use super::traces::{bytes_at, column};
+use super::traces::{column, rate_between};
 use super::{fmt, point_value, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
 use crate::metrics::{FlowMetrics, Summary};
 use crate::report::Table;
@@ -45,15 +45,16 @@ const PERIODS: f64 = 2.0;
 
 /// Runs every experiment and builds the report.
 pub fn run(progress: Progress) -> Result<Report, String> {
+    let (accuracy, phase_locking) = accuracy::accuracy_and_phase_locking(progress)?;
     Ok(Report {
         paper: INFO.name.to_string(),
         title: INFO.title.to_string(),
         figures: vec![
             fig2_3(progress)?,
             fig4_7(progress)?,
-            accuracy::accuracy(progress)?,
+            accuracy,
             accuracy::accuracy_cross(progress)?,
-            accuracy::phase_locking(progress)?,
+            phase_locking,
             accuracy::systematic(progress)?,
             redetection(progress)?,
         ],
@@ -244,9 +245,12 @@ fn decisions(series: &Series) -> Result<Vec<(f64, f64)>, String> {
 
 /// Goodput (bit/s) of a traced flow between `a` and `b` seconds.
 fn goodput_between(series: &Series, a: f64, b: f64) -> Result<f64, String> {
-    let bytes = column(series, "delivered_bytes")?;
-    let at = |t: f64| bytes_at(series, bytes, t);
-    Ok((at(b) - at(a)) * 8.0 / (b - a))
+    Ok(rate_between(
+        series,
+        column(series, "delivered_bytes")?,
+        a,
+        b,
+    ))
 }
 
 /// Re-detection: the bottleneck turns from a fair queue into a FIFO at 30 s.

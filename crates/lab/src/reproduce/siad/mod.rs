@@ -69,7 +69,7 @@ pub mod random_loss;
 pub use convergence::fig10;
 pub use random_loss::{fig13, short_flows};
 
-use super::traces::{bytes_at, column, entries, index_at};
+use super::traces::{bytes_at, column, entries, index_at, rate_between};
 use super::{fmt, point_value, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
 use crate::metrics::Summary;
 use crate::report::Table;
@@ -761,7 +761,7 @@ pub fn fig9(progress: Progress) -> Result<Figure, String> {
         let mut goodputs = Vec::new();
         for series in &trace.flows {
             let d = column(series, "delivered_bytes")?;
-            let bps = (bytes_at(series, d, b) - bytes_at(series, d, a)) * 8.0 / (b - a);
+            let bps = rate_between(series, d, a, b);
             goodputs.push(bps);
         }
         let both = a >= join && b <= leave;
