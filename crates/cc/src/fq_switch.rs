@@ -341,7 +341,7 @@ impl FqSwitch {
 
     /// Re-detection: a new probe whose two legs together start at the rate the connection
     /// delivers (its latest delivery-rate sample; the controller's own rate may be far above
-    /// what the path or the host's interface carries).
+    /// what the path or the sending host carries).
     fn probe_again(&mut self) {
         let current = self
             .delivered

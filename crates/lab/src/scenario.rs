@@ -153,7 +153,8 @@ struct FlowSpec {
     stagger: Option<String>,
     packet_size: Option<u32>,
     pacing: Option<bool>,
-    interface_rate: Option<String>,
+    host_rate: Option<String>,
+    host_jitter: Option<f64>,
     delayed_ack: Option<bool>,
     receive_timestamps: Option<bool>,
     #[serde(default)]
@@ -752,8 +753,17 @@ fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<T
         t.packet_size = size;
     }
     t.pacing = f.pacing.unwrap_or(t.pacing);
-    if let Some(rate) = &f.interface_rate {
-        t.interface_rate = Some(field(at("interface_rate"), parse_rate(rate))?);
+    if let Some(rate) = &f.host_rate {
+        t.host_rate = Some(field(at("host_rate"), parse_rate(rate))?);
+    }
+    if let Some(j) = f.host_jitter {
+        if !(0.0..=1.0).contains(&j) {
+            return Err((
+                at("host_jitter"),
+                format!("{j} is out of range; accepted: 0 (exactly periodic) to 1"),
+            ));
+        }
+        t.host_jitter = j;
     }
     t.delayed_ack = f.delayed_ack.unwrap_or(t.delayed_ack);
     t.receive_timestamps = f.receive_timestamps.unwrap_or(t.receive_timestamps);

@@ -1,5 +1,6 @@
 //! Scenario files with changes during a run (controller parameter events, link delay
-//! schedules) and short-flow arrivals: the TOML, its errors, and what a run reports.
+//! schedules), short-flow arrivals and a sending host's rate: the TOML, its errors, and what a
+//! run reports.
 
 #[allow(dead_code)]
 mod common;
@@ -312,4 +313,23 @@ fn arrivals_follow_the_seed() {
     assert_eq!(summary(&text), again);
     let other = summary(&text.replace("seed = 1", "seed = 2"));
     assert_ne!(other.flows[1], again.flows[1]);
+}
+
+#[test]
+fn a_host_rate_and_its_jitter_are_read_and_checked() {
+    let s = scenario(&flow_with(
+        "cubic",
+        "host_rate = \"100Mbps\"\nhost_jitter = 0.2",
+    ));
+    let t = match &s.flows[0].transport {
+        kleinrock_lab::scenario::FlowTransport::Reliable { transport, .. } => *transport,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(t.host_rate.map(|r| r.bits_per_sec()), Some(100e6));
+    assert_eq!(t.host_jitter, 0.2);
+    let e = error(&flow_with("cubic", "host_jitter = 1.5"));
+    assert_eq!(e.field, "flows[0].host_jitter");
+    assert!(e.message.contains("accepted: 0"), "{e}");
+    let e = error(&flow_with("cubic", "host_rate = \"fast\""));
+    assert_eq!(e.field, "flows[0].host_rate");
 }

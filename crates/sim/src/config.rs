@@ -111,9 +111,14 @@ pub struct TransportConfig {
     pub max_ack_delay: Duration,
     /// Whether ACKs carry receive timestamps, giving controllers one-way-delay samples.
     pub receive_timestamps: bool,
-    /// The sending host's interface rate: a paced sender never paces faster, whatever its
-    /// controller asks (a host cannot send faster than its NIC); `None`: no limit.
-    pub interface_rate: Option<Rate>,
+    /// The most the sending host can send; `None`: no limit. A paced sender asking for more
+    /// is held to it, and its sends then come out irregularly: each gap is the host rate's
+    /// gap times a factor drawn uniformly from `[1 - host_jitter, 1 + host_jitter]`, as a
+    /// user-space sender that cannot keep up with its timers sends (`docs/simulator.md`).
+    pub host_rate: Option<Rate>,
+    /// The spread of the gaps of a sender held to `host_rate`, from 0 (exactly periodic)
+    /// to 1.
+    pub host_jitter: f64,
 }
 
 impl Default for TransportConfig {
@@ -128,7 +133,8 @@ impl Default for TransportConfig {
             delayed_ack: false,
             max_ack_delay: Duration::from_millis(25),
             receive_timestamps: true,
-            interface_rate: None,
+            host_rate: None,
+            host_jitter: 0.5,
         }
     }
 }

@@ -21,6 +21,8 @@ use crate::sender::Sender;
 use crate::stats::FlowCounters;
 use crate::stream::{Reassembly, SendStream};
 use kleinrock_cc::{Controller, ParamValue};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 /// One subflow: its flow index, both ends, and whether it still sends.
 pub struct Subflow {
@@ -52,28 +54,42 @@ pub struct Connection {
     stream: SendStream,
     reassembly: Reassembly,
     subflows: Vec<Subflow>,
+    host_seed: u64,
+    opened: u64,
     started: bool,
     measuring: bool,
 }
 
+/// The generator of the sending host's timing of the `k`-th subflow (from 0) a connection opens.
+fn host_rng(host_seed: u64, k: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(host_seed);
+    rng.set_stream(k);
+    rng
+}
+
 impl Connection {
-    /// A connection whose first subflow is flow `flow`, driven by `controller`.
+    /// A connection whose first subflow is flow `flow`, driven by `controller`; `host_seed`
+    /// seeds the sending host's timing of its subflows.
     pub fn new(
         flow: u32,
         controller: Box<dyn Controller>,
         transport: TransportConfig,
         app: AppConfig,
+        host_seed: u64,
     ) -> Self {
+        let first = host_rng(host_seed, 0);
         Connection {
             transport,
             stream: SendStream::new(Application::new(app)),
             reassembly: Reassembly::new(app.total_bytes()),
             subflows: vec![Subflow {
                 flow,
-                sender: Sender::new(flow, controller, transport),
+                sender: Sender::new(flow, controller, transport, first),
                 receiver: Receiver::new(flow, transport),
                 open: true,
             }],
+            host_seed,
+            opened: 1,
             started: false,
             measuring: false,
         }
@@ -249,10 +265,16 @@ impl Connection {
         };
         let mut sub = Subflow {
             flow,
-            sender: Sender::new(flow, controller, self.transport),
+            sender: Sender::new(
+                flow,
+                controller,
+                self.transport,
+                host_rng(self.host_seed, self.opened),
+            ),
             receiver: Receiver::new(flow, self.transport),
             open: true,
         };
+        self.opened += 1;
         if self.measuring {
             sub.sender.start_measuring();
             sub.receiver.start_measuring();

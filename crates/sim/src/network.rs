@@ -23,7 +23,7 @@ use crate::stats::{FlowCounters, FlowStats, SimResult};
 use crate::trace::{Series, Trace};
 use kleinrock_cc::units::duration_nanos;
 use kleinrock_cc::Controller;
-use rand::SeedableRng;
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Generator stream of link `i`'s loss process.
@@ -39,6 +39,18 @@ fn jitter_stream(i: usize) -> u64 {
 /// Generator stream of flow `i`'s short-flow arrivals.
 fn arrivals_stream(i: usize) -> u64 {
     (3 << 32) | i as u64
+}
+
+/// Generator stream of flow `i`'s sending host (gaps while held to the host rate).
+fn host_stream(i: usize) -> u64 {
+    (4 << 32) | i as u64
+}
+
+/// Generator `stream` of the scenario seeded with `seed`.
+fn seeded(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
 }
 
 enum Endpoints {
@@ -71,14 +83,17 @@ impl Endpoints {
     }
 }
 
-/// The endpoints of a reliable connection running `app` under `controller`.
+/// The endpoints of a reliable connection running `app` under `controller`, from a host
+/// timed by `seed`'s generator of flow `id`.
 fn reliable(
     id: u32,
     controller: Box<dyn Controller>,
     transport: TransportConfig,
     app: AppConfig,
+    seed: u64,
 ) -> Endpoints {
-    Endpoints::Reliable(Connection::new(id, controller, transport, app))
+    let host_seed = seeded(seed, host_stream(id as usize)).next_u64();
+    Endpoints::Reliable(Connection::new(id, controller, transport, app, host_seed))
 }
 
 struct Flow {
@@ -96,13 +111,14 @@ struct Flow {
 }
 
 impl Flow {
-    /// A configured flow; its start (or first arrival) and stop are scheduled on `events`.
-    fn new(id: u32, f: FlowConfig, arrivals_rng: ChaCha8Rng, events: &mut EventQueue) -> Flow {
+    /// A configured flow, its generators seeded by `seed`; its start (or first arrival) and
+    /// stop are scheduled on `events`.
+    fn new(id: u32, f: FlowConfig, seed: u64, events: &mut EventQueue) -> Flow {
         let endpoints = match f.kind {
             FlowKind::Reliable {
                 controller,
                 transport,
-            } => reliable(id, controller, transport, f.app),
+            } => reliable(id, controller, transport, f.app, seed),
             FlowKind::Datagram {
                 packet_size,
                 header_size,
@@ -123,7 +139,7 @@ impl Flow {
                 transport,
                 f.app,
                 arrivals,
-                arrivals_rng,
+                seeded(seed, arrivals_stream(id as usize)),
             ))),
         };
         let start_ns = duration_nanos(f.start);
@@ -233,6 +249,7 @@ impl Flow {
 
 /// A simulation ready to run.
 pub struct Simulator {
+    seed: u64,
     now: u64,
     end_ns: u64,
     warmup_ns: u64,
@@ -257,11 +274,7 @@ impl Simulator {
     /// Builds a simulation from `config`. Paths must name existing links (the lab checks
     /// scenarios before they get here).
     pub fn new(config: SimConfig) -> Self {
-        let seeded = |stream: u64| {
-            let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-            rng.set_stream(stream);
-            rng
-        };
+        let seed = config.seed;
         let links: Vec<Link> = config
             .links
             .iter()
@@ -270,8 +283,8 @@ impl Simulator {
                 Link::new(
                     i as u32,
                     l,
-                    seeded(loss_stream(i)),
-                    seeded(jitter_stream(i)),
+                    seeded(seed, loss_stream(i)),
+                    seeded(seed, jitter_stream(i)),
                 )
             })
             .collect();
@@ -289,12 +302,7 @@ impl Simulator {
         let mut flows = Vec::with_capacity(config.flows.len());
         for (i, mut f) in config.flows.into_iter().enumerate() {
             let changes = std::mem::take(&mut f.events);
-            flows.push(Flow::new(
-                i as u32,
-                f,
-                seeded(arrivals_stream(i)),
-                &mut events,
-            ));
+            flows.push(Flow::new(i as u32, f, seed, &mut events));
             for change in changes {
                 let index = param_changes.len() as u32;
                 events.push(duration_nanos(change.at), Target::ParamChange(index));
@@ -311,6 +319,7 @@ impl Simulator {
         });
         let open_ended = flows.iter().any(|f| !f.bounded());
         Simulator {
+            seed,
             now: 0,
             end_ns: duration_nanos(config.duration),
             warmup_ns,
@@ -492,7 +501,7 @@ impl Simulator {
         if let Some(t) = next {
             self.events.push(t, Target::Arrival(f));
         }
-        let mut endpoints = reliable(id, controller, a.transport, a.app);
+        let mut endpoints = reliable(id, controller, a.transport, a.app, self.seed);
         if self.measuring {
             endpoints.start_measuring();
         }

@@ -20,6 +20,8 @@ use kleinrock_cc::{
     AckEvent, CongestionEvent, CongestionKind, Controller, DeliverySnapshot, Instant,
     OneWayDelaySample, ParamValue, Rate, SentPacket,
 };
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -74,6 +76,7 @@ pub struct Sender {
     holes: Vec<u64>,
     in_flight: u64,
     next_send_ns: u64,
+    host_rng: ChaCha8Rng,
     loss_time_ns: Option<u64>,
     pto_count: u32,
     probes_due: u32,
@@ -94,8 +97,14 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// A sender for subflow `flow` driven by `cc`.
-    pub fn new(flow: u32, cc: Box<dyn Controller>, cfg: TransportConfig) -> Self {
+    /// A sender for subflow `flow` driven by `cc`; `host_rng` draws the gaps of its sends
+    /// while it is held to the host rate.
+    pub fn new(
+        flow: u32,
+        cc: Box<dyn Controller>,
+        cfg: TransportConfig,
+        host_rng: ChaCha8Rng,
+    ) -> Self {
         Sender {
             flow,
             cc,
@@ -109,6 +118,7 @@ impl Sender {
             holes: Vec::new(),
             in_flight: 0,
             next_send_ns: 0,
+            host_rng,
             loss_time_ns: None,
             pto_count: 0,
             probes_due: 0,
@@ -220,13 +230,34 @@ impl Sender {
     }
 
     /// The rate the sender paces at now, if it paces: the controller's (or a multiple of
-    /// cwnd / srtt), at most the interface rate.
+    /// cwnd / srtt), at most the host rate.
     pub fn pacing_rate(&self) -> Option<Rate> {
         let rate = self.wanted_pacing_rate()?;
-        Some(match self.cfg.interface_rate {
-            Some(max) if max.bits_per_sec() < rate.bits_per_sec() => max,
-            _ => rate,
-        })
+        Some(self.host_limit(rate).unwrap_or(rate))
+    }
+
+    /// The host rate, if `rate` asks for more.
+    fn host_limit(&self, rate: Rate) -> Option<Rate> {
+        self.cfg
+            .host_rate
+            .filter(|max| max.bits_per_sec() < rate.bits_per_sec())
+    }
+
+    /// The time until the next paced send after a packet of `size` bytes: the pacing
+    /// rate's gap, scaled by a random factor while the host rate holds the sender back.
+    fn pacing_gap_ns(&mut self, size: u32) -> Option<u64> {
+        let wanted = self.wanted_pacing_rate()?;
+        let held = self.host_limit(wanted);
+        let gap = held
+            .unwrap_or(wanted)
+            .time_for(u64::from(size))
+            .map_or(0, duration_nanos);
+        let j = self.cfg.host_jitter;
+        if held.is_none() || j <= 0.0 {
+            return Some(gap);
+        }
+        let factor = self.host_rng.gen_range(1.0 - j..=1.0 + j);
+        Some((gap as f64 * factor).round() as u64)
     }
 
     fn wanted_pacing_rate(&self) -> Option<Rate> {
@@ -641,8 +672,7 @@ impl Sender {
         if retx {
             c.bytes_retransmitted += u64::from(len);
         }
-        if let Some(rate) = self.pacing_rate() {
-            let gap = rate.time_for(u64::from(size)).map_or(0, duration_nanos);
+        if let Some(gap) = self.pacing_gap_ns(size) {
             self.next_send_ns = self.next_send_ns.max(now) + gap;
         }
         let ack_floor = self.records.front().map_or(pn, |_| self.base_pn);

@@ -10,6 +10,7 @@ use std::time::Duration;
 #[derive(Default)]
 struct Log {
     owd_ns: Vec<i128>,
+    sent_ns: Vec<u64>,
     acks: u64,
     congestion: Vec<CongestionKind>,
 }
@@ -27,6 +28,7 @@ impl Controller for Recorder {
         if let Some(s) = ack.one_way_delay {
             log.owd_ns
                 .push(s.receive_time.as_nanos() as i128 - s.sent_time.as_nanos() as i128);
+            log.sent_ns.push(s.sent_time.as_nanos());
         }
     }
     fn on_congestion(&mut self, _now: Instant, e: &CongestionEvent) {
@@ -125,6 +127,39 @@ fn one_way_delay_samples_measure_the_path() {
         (steady - 20 * ser).abs() <= 2 * ser,
         "standing queue delay {steady} ns"
     );
+}
+
+/// The gaps between consecutive sends (second half of the run) of a window-limited flow (150
+/// packets, paced at 1.2 x cwnd / srtt, about 55 Mbit/s) held to a 5 Mbit/s host with
+/// `host_jitter`, over a 10 Mbit/s path that never queues it.
+fn host_gaps(host_jitter: f64) -> Vec<i64> {
+    let t = TransportConfig {
+        host_rate: Some(Rate::from_bits_per_sec(5e6)),
+        host_jitter,
+        ..TransportConfig::default()
+    };
+    let (_, log) = run(150, link("fwd", 25, 100), t, BULK);
+    let log = log.lock().unwrap();
+    log.sent_ns[log.sent_ns.len() / 2..]
+        .windows(2)
+        .map(|w| w[1] as i64 - w[0] as i64)
+        .collect()
+}
+
+#[test]
+fn a_sender_held_to_the_host_rate_sends_at_it_with_jittered_gaps() {
+    let gap = 2_400_000; // 1500 B at 5 Mbit/s
+    let periodic = host_gaps(0.0);
+    assert!(periodic.iter().all(|&g| (g - gap).abs() <= 1), "exact gaps");
+    // Each gap is the host rate's times U[0.5, 1.5]: over thousands of gaps the mean is within
+    // 1 % of the host rate's gap, and both ends of the range are reached within 5 %.
+    let jittered = host_gaps(0.5);
+    let mean = jittered.iter().sum::<i64>() as f64 / jittered.len() as f64;
+    assert!((mean / gap as f64 - 1.0).abs() < 0.01, "mean gap {mean} ns");
+    let (lo, hi) = (gap / 2, gap * 3 / 2);
+    assert!(jittered.iter().all(|&g| g >= lo - 1 && g <= hi + 1));
+    assert!(jittered.iter().any(|&g| g < lo + gap / 20));
+    assert!(jittered.iter().any(|&g| g > hi - gap / 20));
 }
 
 #[test]
