@@ -754,6 +754,12 @@ fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<T
     }
     t.pacing = f.pacing.unwrap_or(t.pacing);
     if let Some(rate) = &f.host_rate {
+        if !t.pacing {
+            return Err((
+                at("host_rate"),
+                "caps a paced sender's rate; accepted only with pacing = true".into(),
+            ));
+        }
         t.host_rate = Some(field(at("host_rate"), parse_rate(rate))?);
     }
     if let Some(j) = f.host_jitter {
@@ -1068,6 +1074,12 @@ fn resolve_datagram(
     }
     if !f.reverse_path.is_empty() {
         return Err((at("reverse_path"), "a datagram flow sends no ACKs".into()));
+    }
+    if f.host_rate.is_some() {
+        return Err((
+            at("host_rate"),
+            "a datagram flow sends at its application's rate; host_rate caps a paced sender".into(),
+        ));
     }
     let t = resolve_transport(f, at)?;
     Ok(FlowTransport::Datagram {

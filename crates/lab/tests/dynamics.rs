@@ -7,7 +7,7 @@ mod common;
 
 use common::{dumbbell, run_text, summary, with};
 use kleinrock_cc::ParamValue;
-use kleinrock_lab::scenario::{parse, Scenario, ScenarioError};
+use kleinrock_lab::scenario::{parse, FlowTransport, Scenario, ScenarioError};
 use kleinrock_sim::{AppConfig, ArrivalConfig, BufferLimit, Interarrival, ParamChange};
 use std::time::Duration;
 
@@ -321,15 +321,27 @@ fn a_host_rate_and_its_jitter_are_read_and_checked() {
         "cubic",
         "host_rate = \"100Mbps\"\nhost_jitter = 0.2",
     ));
-    let t = match &s.flows[0].transport {
-        kleinrock_lab::scenario::FlowTransport::Reliable { transport, .. } => *transport,
-        other => panic!("{other:?}"),
+    let FlowTransport::Reliable { transport: t, .. } = &s.flows[0].transport else {
+        panic!("a reliable flow");
     };
     assert_eq!(t.host_rate.map(|r| r.bits_per_sec()), Some(100e6));
     assert_eq!(t.host_jitter, 0.2);
-    let e = error(&flow_with("cubic", "host_jitter = 1.5"));
-    assert_eq!(e.field, "flows[0].host_jitter");
-    assert!(e.message.contains("accepted: 0"), "{e}");
+    let s = scenario(&flow_with("cubic", "host_rate = \"100Mbps\""));
+    let FlowTransport::Reliable { transport, .. } = &s.flows[0].transport else {
+        panic!("a reliable flow");
+    };
+    assert_eq!(transport.host_jitter, 0.5, "the default");
+    for bad in ["1.5", "-0.1", "nan"] {
+        let e = error(&flow_with("cubic", &format!("host_jitter = {bad}")));
+        assert_eq!(e.field, "flows[0].host_jitter");
+        assert!(e.message.contains("accepted: 0"), "{e}");
+    }
     let e = error(&flow_with("cubic", "host_rate = \"fast\""));
     assert_eq!(e.field, "flows[0].host_rate");
+    let e = error(&flow_with(
+        "cubic",
+        "host_rate = \"100Mbps\"\npacing = false",
+    ));
+    assert_eq!(e.field, "flows[0].host_rate");
+    assert!(e.message.contains("pacing = true"), "{e}");
 }

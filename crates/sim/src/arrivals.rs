@@ -102,19 +102,20 @@ impl Arrivals {
         self.note_done(now);
     }
 
-    /// A transfer arrives at `now` as flow `flow`: returns its fresh controller and when the
-    /// next one arrives, or `None` when the process is exhausted. `in_window` says whether the
+    /// A transfer arrives at `now` as flow `flow`: returns its fresh controller, its index
+    /// (from 0) and when the next one arrives, or `None` when the process is exhausted. `in_window` says whether the
     /// measurement window is open.
     pub fn arrive(
         &mut self,
         now: u64,
         flow: u32,
         in_window: bool,
-    ) -> Option<(Box<dyn Controller>, Option<u64>)> {
+    ) -> Option<(Box<dyn Controller>, u64, Option<u64>)> {
         if self.exhausted() {
             return None;
         }
-        let controller = (self.controllers)(self.begun);
+        let index = self.begun;
+        let controller = (self.controllers)(index);
         self.begun += 1;
         if let Some(r) = &mut self.remaining {
             *r -= 1;
@@ -124,7 +125,7 @@ impl Arrivals {
         }
         self.active.push(flow);
         let next = (!self.exhausted()).then(|| now + self.draw());
-        Some((controller, next))
+        Some((controller, index, next))
     }
 
     /// The time to the next arrival, ns.
@@ -230,7 +231,7 @@ mod tests {
     fn gaps(p: &mut Arrivals, n: u32) -> Vec<u64> {
         let (mut now, mut out) = (0, Vec::new());
         for f in 0..n {
-            let Some((_, Some(next))) = p.arrive(now, f, true) else {
+            let Some((_, _, Some(next))) = p.arrive(now, f, true) else {
                 break;
             };
             out.push(next - now);

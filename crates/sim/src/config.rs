@@ -111,10 +111,11 @@ pub struct TransportConfig {
     pub max_ack_delay: Duration,
     /// Whether ACKs carry receive timestamps, giving controllers one-way-delay samples.
     pub receive_timestamps: bool,
-    /// The most the sending host can send; `None`: no limit. A paced sender asking for more
-    /// is held to it, and its sends then come out irregularly: each gap is the host rate's
-    /// gap times a factor drawn uniformly from `[1 - host_jitter, 1 + host_jitter]`, as a
-    /// user-space sender that cannot keep up with its timers sends (`docs/simulator.md`).
+    /// A cap on the mean rate of the paced sender (of each subflow); `None`: no cap. A
+    /// sender whose pacing rate is above it is held to it, and its sends then come out
+    /// irregularly: each gap is the host rate's gap times a factor drawn uniformly from
+    /// `[1 - host_jitter, 1 + host_jitter]`, as a user-space sender that cannot keep up with
+    /// its timers sends (`docs/simulator.md`).
     pub host_rate: Option<Rate>,
     /// The spread of the gaps of a sender held to `host_rate`, from 0 (exactly periodic)
     /// to 1.

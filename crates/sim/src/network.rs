@@ -46,6 +46,15 @@ fn host_stream(i: usize) -> u64 {
     (4 << 32) | i as u64
 }
 
+/// The seed of the sending host of the `k`-th connection (from 0) of configured flow `i`:
+/// the `k`-th draw of the flow's host stream. A bulk flow has one connection; a short-flow
+/// arrival process has one per transfer.
+fn host_seed(seed: u64, i: usize, k: u64) -> u64 {
+    let mut rng = seeded(seed, host_stream(i));
+    rng.set_word_pos(2 * u128::from(k));
+    rng.next_u64()
+}
+
 /// Generator `stream` of the scenario seeded with `seed`.
 fn seeded(seed: u64, stream: u64) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -83,16 +92,15 @@ impl Endpoints {
     }
 }
 
-/// The endpoints of a reliable connection running `app` under `controller`, from a host
-/// timed by `seed`'s generator of flow `id`.
+/// The endpoints of a reliable connection (flow `id`) running `app` under `controller`,
+/// from a host timed by `host_seed`.
 fn reliable(
     id: u32,
     controller: Box<dyn Controller>,
     transport: TransportConfig,
     app: AppConfig,
-    seed: u64,
+    host_seed: u64,
 ) -> Endpoints {
-    let host_seed = seeded(seed, host_stream(id as usize)).next_u64();
     Endpoints::Reliable(Connection::new(id, controller, transport, app, host_seed))
 }
 
@@ -118,7 +126,13 @@ impl Flow {
             FlowKind::Reliable {
                 controller,
                 transport,
-            } => reliable(id, controller, transport, f.app, seed),
+            } => reliable(
+                id,
+                controller,
+                transport,
+                f.app,
+                host_seed(seed, id as usize, 0),
+            ),
             FlowKind::Datagram {
                 packet_size,
                 header_size,
@@ -495,13 +509,14 @@ impl Simulator {
         let Endpoints::Arrivals(a) = &mut parent.endpoints else {
             return;
         };
-        let Some((controller, next)) = a.arrive(now, id, self.measuring) else {
+        let Some((controller, k, next)) = a.arrive(now, id, self.measuring) else {
             return;
         };
         if let Some(t) = next {
             self.events.push(t, Target::Arrival(f));
         }
-        let mut endpoints = reliable(id, controller, a.transport, a.app, self.seed);
+        let host = host_seed(self.seed, f as usize, k);
+        let mut endpoints = reliable(id, controller, a.transport, a.app, host);
         if self.measuring {
             endpoints.start_measuring();
         }

@@ -76,7 +76,9 @@ pub struct Sender {
     holes: Vec<u64>,
     in_flight: u64,
     next_send_ns: u64,
-    host_rng: ChaCha8Rng,
+    /// Draws the gaps while held to the host rate; only with a host rate (kept out of line,
+    /// so a sender without one stays small).
+    host_rng: Option<Box<ChaCha8Rng>>,
     loss_time_ns: Option<u64>,
     pto_count: u32,
     probes_due: u32,
@@ -105,6 +107,11 @@ impl Sender {
         cfg: TransportConfig,
         host_rng: ChaCha8Rng,
     ) -> Self {
+        assert!(
+            (0.0..=1.0).contains(&cfg.host_jitter),
+            "host_jitter {} is outside [0, 1]",
+            cfg.host_jitter
+        );
         Sender {
             flow,
             cc,
@@ -118,7 +125,7 @@ impl Sender {
             holes: Vec::new(),
             in_flight: 0,
             next_send_ns: 0,
-            host_rng,
+            host_rng: cfg.host_rate.map(|_| Box::new(host_rng)),
             loss_time_ns: None,
             pto_count: 0,
             probes_due: 0,
@@ -247,17 +254,24 @@ impl Sender {
     /// rate's gap, scaled by a random factor while the host rate holds the sender back.
     fn pacing_gap_ns(&mut self, size: u32) -> Option<u64> {
         let wanted = self.wanted_pacing_rate()?;
-        let held = self.host_limit(wanted);
-        let gap = held
-            .unwrap_or(wanted)
-            .time_for(u64::from(size))
-            .map_or(0, duration_nanos);
+        let gap_at = |rate: Rate| rate.time_for(u64::from(size)).map_or(0, duration_nanos);
+        Some(match self.host_limit(wanted) {
+            None => gap_at(wanted),
+            Some(host) => self.jittered(gap_at(host)),
+        })
+    }
+
+    /// `gap_ns` scaled by a factor uniform in `[1 - host_jitter, 1 + host_jitter]`. Out of
+    /// line: most senders are never held, and the draw slows the common path when inlined.
+    #[inline(never)]
+    fn jittered(&mut self, gap_ns: u64) -> u64 {
         let j = self.cfg.host_jitter;
-        if held.is_none() || j <= 0.0 {
-            return Some(gap);
+        match self.host_rng.as_mut() {
+            Some(rng) if j > 0.0 => {
+                (gap_ns as f64 * rng.gen_range(1.0 - j..=1.0 + j)).round() as u64
+            }
+            _ => gap_ns,
         }
-        let factor = self.host_rng.gen_range(1.0 - j..=1.0 + j);
-        Some((gap as f64 * factor).round() as u64)
     }
 
     fn wanted_pacing_rate(&self) -> Option<Rate> {

@@ -2,6 +2,7 @@
 
 use kleinrock_cc::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerState, Instant, Rate,
+    SentPacket,
 };
 use kleinrock_sim::*;
 use std::sync::{Arc, Mutex};
@@ -15,20 +16,23 @@ struct Log {
     congestion: Vec<CongestionKind>,
 }
 
-/// A fixed window that logs its inputs.
+/// A fixed window, and a fixed pacing rate if any, that logs its inputs.
 struct Recorder {
     cwnd: u64,
+    pacing: Option<Rate>,
     log: Arc<Mutex<Log>>,
 }
 
 impl Controller for Recorder {
+    fn on_sent(&mut self, now: Instant, _packet: &SentPacket) {
+        self.log.lock().unwrap().sent_ns.push(now.as_nanos());
+    }
     fn on_ack(&mut self, _now: Instant, ack: &AckEvent) {
         let mut log = self.log.lock().unwrap();
         log.acks += 1;
         if let Some(s) = ack.one_way_delay {
             log.owd_ns
                 .push(s.receive_time.as_nanos() as i128 - s.sent_time.as_nanos() as i128);
-            log.sent_ns.push(s.sent_time.as_nanos());
         }
     }
     fn on_congestion(&mut self, _now: Instant, e: &CongestionEvent) {
@@ -36,6 +40,9 @@ impl Controller for Recorder {
     }
     fn cwnd(&self) -> u64 {
         self.cwnd
+    }
+    fn pacing_rate(&self) -> Option<Rate> {
+        self.pacing
     }
     fn state(&self) -> ControllerState {
         ControllerState::default()
@@ -64,11 +71,24 @@ fn simulate(
     transport: TransportConfig,
     app: AppConfig,
 ) -> (SimResult, Arc<Mutex<Log>>) {
-    let log = Arc::new(Mutex::new(Log::default()));
-    let controller = Box::new(Recorder {
+    let recorder = |log| Recorder {
         cwnd: cwnd_packets * 1500,
-        log: log.clone(),
-    });
+        pacing: None,
+        log,
+    };
+    simulate_with(recorder, links, reverse, transport, app)
+}
+
+/// Runs one flow driven by the [`Recorder`] that `recorder` makes around a fresh log.
+fn simulate_with(
+    recorder: impl FnOnce(Arc<Mutex<Log>>) -> Recorder,
+    links: Vec<LinkConfig>,
+    reverse: Vec<usize>,
+    transport: TransportConfig,
+    app: AppConfig,
+) -> (SimResult, Arc<Mutex<Log>>) {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let controller = Box::new(recorder(log.clone()));
     let result = Simulator::new(SimConfig {
         duration: Duration::from_secs(60),
         seed: 3,
@@ -129,16 +149,22 @@ fn one_way_delay_samples_measure_the_path() {
     );
 }
 
-/// The gaps between consecutive sends (second half of the run) of a window-limited flow (150
-/// packets, paced at 1.2 x cwnd / srtt, about 55 Mbit/s) held to a 5 Mbit/s host with
-/// `host_jitter`, over a 10 Mbit/s path that never queues it.
-fn host_gaps(host_jitter: f64) -> Vec<i64> {
+/// The gaps between consecutive sends (second half of the run) of a flow paced at
+/// `pacing_mbps` with a 1000-packet window, on a host of `host_mbps` with `host_jitter`,
+/// over a 10 Mbit/s path that never queues it (both rates below 10 Mbit/s).
+fn host_gaps(pacing_mbps: f64, host_mbps: f64, host_jitter: f64) -> Vec<i64> {
     let t = TransportConfig {
-        host_rate: Some(Rate::from_bits_per_sec(5e6)),
+        host_rate: Some(Rate::from_bits_per_sec(host_mbps * 1e6)),
         host_jitter,
         ..TransportConfig::default()
     };
-    let (_, log) = run(150, link("fwd", 25, 100), t, BULK);
+    let recorder = |log| Recorder {
+        cwnd: 1000 * 1500,
+        pacing: Some(Rate::from_bits_per_sec(pacing_mbps * 1e6)),
+        log,
+    };
+    let links = vec![link("fwd", 25, 100), link("return", 25, 1000)];
+    let (_, log) = simulate_with(recorder, links, vec![1], t, BULK);
     let log = log.lock().unwrap();
     log.sent_ns[log.sent_ns.len() / 2..]
         .windows(2)
@@ -149,17 +175,29 @@ fn host_gaps(host_jitter: f64) -> Vec<i64> {
 #[test]
 fn a_sender_held_to_the_host_rate_sends_at_it_with_jittered_gaps() {
     let gap = 2_400_000; // 1500 B at 5 Mbit/s
-    let periodic = host_gaps(0.0);
+    let periodic = host_gaps(8.0, 5.0, 0.0);
     assert!(periodic.iter().all(|&g| (g - gap).abs() <= 1), "exact gaps");
-    // Each gap is the host rate's times U[0.5, 1.5]: over thousands of gaps the mean is within
-    // 1 % of the host rate's gap, and both ends of the range are reached within 5 %.
-    let jittered = host_gaps(0.5);
+    // Each gap is the host rate's times U[0.5, 1.5] (standard deviation 0.29). Over the
+    // ~12,000 gaps the mean's standard error is 0.26 %, so 1 % is about 4 of them; and both
+    // ends of the range are reached within 5 %.
+    let jittered = host_gaps(8.0, 5.0, 0.5);
     let mean = jittered.iter().sum::<i64>() as f64 / jittered.len() as f64;
     assert!((mean / gap as f64 - 1.0).abs() < 0.01, "mean gap {mean} ns");
     let (lo, hi) = (gap / 2, gap * 3 / 2);
     assert!(jittered.iter().all(|&g| g >= lo - 1 && g <= hi + 1));
     assert!(jittered.iter().any(|&g| g < lo + gap / 20));
     assert!(jittered.iter().any(|&g| g > hi - gap / 20));
+}
+
+#[test]
+fn below_the_host_rate_pacing_is_exact() {
+    let gap = 3_000_000; // 1500 B at 4 Mbit/s
+    let gaps = host_gaps(4.0, 5.0, 0.5);
+    assert!(
+        gaps.iter().all(|&g| (g - gap).abs() <= 1),
+        "{:?}",
+        &gaps[..10]
+    );
 }
 
 #[test]
