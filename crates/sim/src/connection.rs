@@ -32,7 +32,6 @@ pub struct Subflow {
     pub sender: Sender,
     /// Receiving end.
     pub receiver: Receiver,
-    open: bool,
 }
 
 /// What a connection measured, over all its subflows.
@@ -53,9 +52,11 @@ pub struct Connection {
     transport: TransportConfig,
     stream: SendStream,
     reassembly: Reassembly,
+    /// Every subflow, closed ones included, in the order they opened (so by flow index).
     subflows: Vec<Subflow>,
+    /// Indices into `subflows` of the open ones, ascending; the first subflow is always open.
+    open: Vec<usize>,
     host_seed: u64,
-    opened: u64,
     started: bool,
     measuring: bool,
 }
@@ -86,10 +87,9 @@ impl Connection {
                 flow,
                 sender: Sender::new(flow, controller, transport, first),
                 receiver: Receiver::new(flow, transport),
-                open: true,
             }],
+            open: vec![0],
             host_seed,
-            opened: 1,
             started: false,
             measuring: false,
         }
@@ -100,18 +100,17 @@ impl Connection {
         &self.subflows[0]
     }
 
-    /// Every subflow, closed ones included, in the order they opened.
-    pub fn subflows(&self) -> &[Subflow] {
-        &self.subflows
-    }
-
     /// The receiver's reassembly.
     pub fn reassembly(&self) -> &Reassembly {
         &self.reassembly
     }
 
     fn index_of(&self, flow: u32) -> Option<usize> {
-        self.subflows.iter().position(|s| s.flow == flow)
+        self.subflows.binary_search_by_key(&flow, |s| s.flow).ok()
+    }
+
+    fn open_subflows(&self) -> impl Iterator<Item = &Subflow> {
+        self.open.iter().map(|&k| &self.subflows[k])
     }
 
     /// The connection starts at `now`.
@@ -214,25 +213,24 @@ impl Connection {
 
     /// After an event on subflow `i`, the other open subflows may have chunks to resend.
     fn poke_others(&mut self, i: usize, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
-        if self.subflows.len() == 1 {
-            return;
-        }
-        for (k, sub) in self.subflows.iter_mut().enumerate() {
-            if k != i && sub.open {
-                sub.sender.poke(now, &mut self.stream, out, events);
+        for &k in &self.open {
+            if k != i {
+                let sender = &mut self.subflows[k].sender;
+                sender.poke(now, &mut self.stream, out, events);
             }
         }
     }
 
     fn poke_all(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
-        for sub in self.subflows.iter_mut().filter(|s| s.open) {
-            sub.sender.poke(now, &mut self.stream, out, events);
+        for &k in &self.open {
+            let sender = &mut self.subflows[k].sender;
+            sender.poke(now, &mut self.stream, out, events);
         }
     }
 
     /// Open subflows besides the first.
     fn open_extra(&self) -> usize {
-        self.subflows[1..].iter().filter(|s| s.open).count()
+        self.open.len() - 1
     }
 
     /// How many subflows the first subflow's controller wants opened (positive) or closed
@@ -255,6 +253,10 @@ impl Connection {
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
     ) -> bool {
+        debug_assert!(
+            self.subflows.last().is_some_and(|s| s.flow < flow),
+            "subflows open in flow order, for `index_of`"
+        );
         let index = self.open_extra() + 1;
         let Some(controller) = self.subflows[0]
             .sender
@@ -269,17 +271,16 @@ impl Connection {
                 flow,
                 controller,
                 self.transport,
-                host_rng(self.host_seed, self.opened),
+                host_rng(self.host_seed, self.subflows.len() as u64),
             ),
             receiver: Receiver::new(flow, self.transport),
-            open: true,
         };
-        self.opened += 1;
         if self.measuring {
             sub.sender.start_measuring();
             sub.receiver.start_measuring();
         }
         sub.sender.start(now, &mut self.stream, out, events);
+        self.open.push(self.subflows.len());
         self.subflows.push(sub);
         true
     }
@@ -287,11 +288,11 @@ impl Connection {
     /// Closes the most recently opened extra subflow at `now`; its unacknowledged chunks go
     /// first in line on the subflows still open.
     pub fn close_subflow(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
-        let Some(sub) = self.subflows[1..].iter_mut().rev().find(|s| s.open) else {
+        if self.open.len() == 1 {
             return;
-        };
-        sub.open = false;
-        let unacked = sub.sender.close(now);
+        }
+        let k = self.open.pop().expect("the first subflow stays open");
+        let unacked = self.subflows[k].sender.close(now);
         self.stream.resend_first(unacked);
         self.poke_all(now, out, events);
     }
@@ -299,20 +300,14 @@ impl Connection {
     /// When the connection finished: every open subflow finished (nothing left to send,
     /// nothing outstanding).
     pub fn finished_ns(&self) -> Option<u64> {
-        self.subflows
-            .iter()
-            .filter(|s| s.open)
+        self.open_subflows()
             .map(|s| s.sender.finished_ns())
             .try_fold(0, |latest, f| f.map(|f| latest.max(f)))
     }
 
     /// Bytes in flight over the open subflows (a closed one's are resent on the others).
     pub fn in_flight(&self) -> u64 {
-        self.subflows
-            .iter()
-            .filter(|s| s.open)
-            .map(|s| s.sender.in_flight())
-            .sum()
+        self.open_subflows().map(|s| s.sender.in_flight()).sum()
     }
 
     /// Counters over all subflows.
