@@ -12,8 +12,9 @@
 //! interval, about every 2.5 RTTs, and so do we):
 //! - A round measures from its start for max(1.5 x smoothed RTT, the time the slow leg takes
 //!   to send 10 packets) (§14.3's monitor interval). Each leg counts the bytes it sends in the
-//!   round and the bytes lost of packets sent in it (a loss event's newest lost packet was
-//!   sent in the round).
+//!   round, and packet by packet the bytes of those acknowledged and lost (a [`Ledger`] per
+//!   leg says which packets an ACK or a loss event covers), as the reference's monitor
+//!   intervals count their own packets.
 //! - After the round's end the legs keep their rates until its packets are resolved: an ACK
 //!   of a packet sent after the end has arrived on both legs, and 1.25 RTTs (past RFC 9002's
 //!   9/8 RTT time threshold, which takes the larger of the smoothed and the latest RTT) have
@@ -40,6 +41,7 @@
 //!   that is what makes it lose everything at a full FIFO; with jitter the lag is lost in the
 //!   noise.
 
+use crate::ledger::{Entry, Ledger};
 use crate::units::{Instant, Rate};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -116,6 +118,7 @@ pub struct Probe {
     srtt: [Option<Duration>; LEGS],
     latest: [Option<Duration>; LEGS],
     round: Option<Round>,
+    ledgers: [Ledger<()>; LEGS],
     rounds: u32,
     lost_once: [bool; LEGS],
     outcome: Option<Outcome>,
@@ -137,6 +140,7 @@ impl Probe {
             srtt: [None; LEGS],
             latest: [None; LEGS],
             round: None,
+            ledgers: [Ledger::new(), Ledger::new()],
             rounds: 0,
             lost_once: [false; LEGS],
             outcome: None,
@@ -180,6 +184,7 @@ impl Probe {
         if self.outcome.is_some() {
             return;
         }
+        self.ledgers[leg].on_sent(now, bytes, ());
         let round = match self.round {
             Some(r) => r,
             None => self.begin_round(now),
@@ -191,34 +196,30 @@ impl Probe {
         }
     }
 
-    /// Leg `leg` got an ACK at `now` of `bytes`, the newest of them sent at `sent`, with the
-    /// leg's smoothed and latest RTT.
+    /// Leg `leg` got an ACK at `now` of `packets`, the newest of them sent at `newest`, with
+    /// the leg's smoothed and latest RTT.
     pub fn on_ack(
         &mut self,
         leg: usize,
         now: Instant,
-        sent: Instant,
-        bytes: u64,
+        newest: Instant,
+        packets: u64,
         (srtt, latest): (Option<Duration>, Option<Duration>),
     ) {
         self.srtt[leg] = srtt.or(self.srtt[leg]);
         self.latest[leg] = latest.or(self.latest[leg]);
         if let Some(r) = &mut self.round {
-            r.acked_past_end[leg] |= sent >= r.end;
-            if sent >= r.start && sent < r.end {
-                r.acked[leg] += bytes;
-            }
+            r.acked_past_end[leg] |= newest >= r.end;
         }
+        let round = &mut self.round;
+        self.ledgers[leg].ack(newest, packets, |p| count(round, p, |r| &mut r.acked[leg]));
         self.advance(now);
     }
 
-    /// Leg `leg` lost `bytes` at `now`, the newest of them sent at `sent`.
-    pub fn on_loss(&mut self, leg: usize, now: Instant, sent: Instant, bytes: u64) {
-        if let Some(r) = &mut self.round {
-            if sent >= r.start && sent < r.end {
-                r.lost[leg] += bytes;
-            }
-        }
+    /// Leg `leg` declared `packets` lost at `now`, the newest of them sent at `newest`.
+    pub fn on_loss(&mut self, leg: usize, now: Instant, newest: Instant, packets: u64) {
+        let round = &mut self.round;
+        self.ledgers[leg].lose(newest, packets, |p| count(round, p, |r| &mut r.lost[leg]));
         self.advance(now);
     }
 
@@ -360,6 +361,15 @@ impl Probe {
     }
 }
 
+/// Adds packet `p`'s bytes to the counter `field` picks in `round`, if it was sent in it.
+fn count(round: &mut Option<Round>, p: Entry<()>, field: impl FnOnce(&mut Round) -> &mut u64) {
+    if let Some(r) = round {
+        if p.sent >= r.start && p.sent < r.end {
+            *field(r) += p.bytes;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,11 +404,14 @@ mod tests {
         }
         let r = p.round.expect("a round runs");
         for (leg, &n) in lost.iter().enumerate().filter(|(_, &n)| n > 0) {
-            p.on_loss(leg, ms(t0 + 1), ms(t0), n * MSS);
+            p.on_loss(leg, ms(t0 + 1), ms(t0), n);
         }
         let done = (r.end + RTT.mul_f64(2.0)).as_nanos() / 1_000_000 + 1;
         for leg in 0..LEGS {
-            p.on_ack(leg, ms(done), r.end, MSS, (Some(RTT), Some(RTT)));
+            // The rest of the round, and one packet sent at its end.
+            p.on_sent(leg, r.end, MSS);
+            let acked = packets[leg] - lost[leg] + 1;
+            p.on_ack(leg, ms(done), r.end, acked, (Some(RTT), Some(RTT)));
         }
         done
     }
@@ -468,6 +481,36 @@ mod tests {
     }
 
     #[test]
+    fn a_loss_event_counts_only_the_packets_sent_in_the_round() {
+        // The legs' packets sent after round 1's end belong to no round. A loss event that
+        // covers one of them and one packet of round 2 adds one packet to round 2, not two.
+        let mut p = Probe::new(config(0.0));
+        for (leg, n) in [(0, 10), (1, 20)] {
+            for _ in 0..n {
+                p.on_sent(leg, ms(0), MSS);
+            }
+        }
+        let r1 = p.round.expect("a round runs");
+        for leg in 0..LEGS {
+            p.on_sent(leg, r1.end, MSS);
+            p.on_sent(leg, r1.end, MSS);
+        }
+        let done = r1.end + RTT.mul_f64(2.0);
+        for (leg, n) in [(0, 10), (1, 20)] {
+            p.on_ack(leg, done, ms(0), n, (Some(RTT), Some(RTT)));
+            p.on_ack(leg, done, r1.end, 1, (Some(RTT), Some(RTT)));
+        }
+        let r2 = p.round.expect("round 2 runs");
+        assert!(r2.start > r1.end, "round 1 resolved without loss");
+        for _ in 0..10 {
+            p.on_sent(0, r2.start, MSS);
+        }
+        p.on_loss(0, r2.start + RTT, r2.start, 2);
+        let r2 = p.round.expect("round 2 still runs");
+        assert_eq!(r2.lost, [MSS, 0]);
+    }
+
+    #[test]
     fn a_silent_leg_counts_what_it_sent_as_lost() {
         // The slow leg loses everything: no ACK, so no loss is ever declared. After 3 RTTs
         // plus 200 ms its unacknowledged bytes of the round count as lost.
@@ -480,7 +523,8 @@ mod tests {
         }
         let r = p.round.expect("a round runs");
         let late = r.end + RTT.mul_f64(SILENCE_RTTS) + SILENCE_FLOOR;
-        p.on_ack(1, late, r.end, MSS, (Some(RTT), Some(RTT)));
+        p.on_sent(1, r.end, MSS);
+        p.on_ack(1, late, r.end, 1, (Some(RTT), Some(RTT)));
         assert_eq!(p.rounds(), 1);
         assert_eq!(p.lost_once, [true, false]);
     }

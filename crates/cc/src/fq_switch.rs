@@ -190,13 +190,13 @@ fn probe_ack(probe: &Mutex<Probe>, leg: usize, now: Instant, ack: &AckEvent) {
         leg,
         now,
         ack.largest_acked_sent_time,
-        ack.acked_bytes,
+        ack.acked_packets,
         (ack.smoothed_rtt, ack.rtt_sample),
     );
 }
 
 fn probe_loss(probe: &Mutex<Probe>, leg: usize, now: Instant, event: &CongestionEvent) {
-    lock(probe).on_loss(leg, now, event.largest_sent_time, event.lost_bytes);
+    lock(probe).on_loss(leg, now, event.largest_sent_time, event.lost_packets);
 }
 
 /// The probe's fast leg: the controller of the second subflow.

@@ -20,6 +20,7 @@ pub mod fq_probe;
 pub mod fq_switch;
 pub mod highspeed;
 pub mod htcp;
+pub mod ledger;
 pub mod minmax;
 pub mod monitor;
 pub mod newreno;

@@ -10,14 +10,9 @@
 //! its first to its last packet), the fraction of its bytes lost and the RTT samples of its
 //! packets.
 //!
-//! The controller contract does not name the packets an ACK or a loss covers, only how many
-//! and the send time of the newest. The queue keeps every packet's send time and size and
-//! credits an ACK of n packets to the n newest unresolved packets sent up to that time, and a
-//! loss of n packets to the n oldest: exact on a path that keeps the order of packets, where a
-//! packet is acknowledged or declared lost before any packet sent after it is declared lost.
-//! A packet the transport never reports (QUIC drops packets of discarded packet-number spaces
-//! silently) stops counting once a packet sent [`STALE_RTTS`] average RTTs after it is
-//! acknowledged, so it cannot hold its MI open.
+//! Which MI an ACK or a loss credits comes from a [`Ledger`] of the packets sent, each tagged
+//! with its MI. A packet the transport never reports stops counting once a packet sent
+//! [`STALE_RTTS`] average RTTs after it is acknowledged, so it cannot hold its MI open.
 //!
 //! Both controllers are rate-based: the pacing rate is their output and the window must never
 //! be what limits them. They return [`RATE_BASED_CWND`], half of `u64::MAX`: effectively
@@ -28,6 +23,7 @@
 //! [`RATE_BASED_CWND`].
 
 use crate::controller::{AckEvent, CongestionEvent};
+use crate::ledger::{Entry, Ledger};
 use crate::units::{Instant, Rate};
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -171,15 +167,6 @@ impl Interval {
     }
 }
 
-/// A sent packet not yet popped from the queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Packet {
-    sent: Instant,
-    bytes: u64,
-    interval: u64,
-    resolved: bool,
-}
-
 /// How a packet was resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fate {
@@ -192,7 +179,8 @@ enum Fate {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MonitorQueue {
     intervals: VecDeque<Interval>,
-    packets: VecDeque<Packet>,
+    /// The packets not yet resolved, each tagged with its MI's id.
+    packets: Ledger<u64>,
     next_id: u64,
 }
 
@@ -253,58 +241,38 @@ impl MonitorQueue {
         interval.last_sent = now;
         interval.bytes_sent += bytes;
         interval.packets_sent += 1;
-        self.packets.push_back(Packet {
-            sent: now,
-            bytes,
-            interval: interval.id,
-            resolved: false,
-        });
+        self.packets.on_sent(now, bytes, interval.id);
     }
 
     /// Credits an ACK: its RTT sample to the MI of its newest packet, its packets to the
     /// newest unresolved ones sent up to then. `avg_rtt` dates stale packets.
     pub fn on_ack(&mut self, ack: &AckEvent, avg_rtt: Option<Duration>) {
         let newest = ack.largest_acked_sent_time;
-        let end = self.packets.partition_point(|p| p.sent <= newest);
-        if let (Some(rtt), Some(last)) = (ack.rtt_sample, end.checked_sub(1)) {
-            let packet = self.packets[last];
-            if let Some(i) = self.interval_mut(packet.interval) {
+        if let (Some(rtt), Some(packet)) = (ack.rtt_sample, self.packets.newest_up_to(newest)) {
+            if let Some(i) = interval_in(&mut self.intervals, packet.tag) {
                 let t = (packet.sent - i.first_sent).as_secs_f64();
                 i.rtt.add(t, rtt.as_secs_f64());
             }
         }
-        let mut left = ack.acked_packets;
-        for index in (0..end).rev() {
-            if left == 0 {
-                break;
-            }
-            if !self.packets[index].resolved {
-                self.resolve(index, Fate::Acked);
-                left -= 1;
-            }
-        }
+        let intervals = &mut self.intervals;
+        self.packets.ack(newest, ack.acked_packets, |p| {
+            credit(intervals, p, Fate::Acked)
+        });
         if let Some(rtt) = avg_rtt {
-            self.forget_sent_before(newest, rtt * STALE_RTTS);
+            self.packets
+                .forget_sent_before(newest, rtt * STALE_RTTS, |p| {
+                    credit(intervals, p, Fate::Forgotten)
+                });
         }
-        self.pop_resolved();
     }
 
     /// Credits a loss to the oldest unresolved packets sent up to its newest one.
     pub fn on_loss(&mut self, event: &CongestionEvent) {
-        let mut left = event.lost_packets;
-        let mut index = 0;
-        while left > 0 && index < self.packets.len() {
-            let packet = self.packets[index];
-            if packet.sent > event.largest_sent_time {
-                break;
-            }
-            if !packet.resolved {
-                self.resolve(index, Fate::Lost);
-                left -= 1;
-            }
-            index += 1;
-        }
-        self.pop_resolved();
+        let intervals = &mut self.intervals;
+        self.packets
+            .lose(event.largest_sent_time, event.lost_packets, |p| {
+                credit(intervals, p, Fate::Lost)
+            });
     }
 
     /// The oldest useful MI that is complete at `now`, removing it and every complete MI
@@ -318,39 +286,21 @@ impl MonitorQueue {
         }
         None
     }
+}
 
-    fn interval_mut(&mut self, id: u64) -> Option<&mut Interval> {
-        let first = self.intervals.front()?.id;
-        let index = usize::try_from(id.checked_sub(first)?).ok()?;
-        self.intervals.get_mut(index)
-    }
+/// The MI with id `id`, if it is still in `intervals`.
+fn interval_in(intervals: &mut VecDeque<Interval>, id: u64) -> Option<&mut Interval> {
+    let first = intervals.front()?.id;
+    let index = usize::try_from(id.checked_sub(first)?).ok()?;
+    intervals.get_mut(index)
+}
 
-    fn resolve(&mut self, index: usize, fate: Fate) {
-        let packet = &mut self.packets[index];
-        packet.resolved = true;
-        let (id, bytes) = (packet.interval, packet.bytes);
-        if let Some(i) = self.interval_mut(id) {
-            i.packets_resolved += 1;
-            if fate == Fate::Lost {
-                i.bytes_lost += bytes;
-            }
-        }
-    }
-
-    /// Resolves the packets sent more than `age` before `newest`.
-    fn forget_sent_before(&mut self, newest: Instant, age: Duration) {
-        let mut index = 0;
-        while index < self.packets.len() && self.packets[index].sent + age < newest {
-            if !self.packets[index].resolved {
-                self.resolve(index, Fate::Forgotten);
-            }
-            index += 1;
-        }
-    }
-
-    fn pop_resolved(&mut self) {
-        while self.packets.front().is_some_and(|p| p.resolved) {
-            self.packets.pop_front();
+/// Counts packet `p`, resolved as `fate`, in its MI.
+fn credit(intervals: &mut VecDeque<Interval>, p: Entry<u64>, fate: Fate) {
+    if let Some(i) = interval_in(intervals, p.tag) {
+        i.packets_resolved += 1;
+        if fate == Fate::Lost {
+            i.bytes_lost += p.bytes;
         }
     }
 }
