@@ -42,6 +42,7 @@
 //!   noise.
 
 use crate::ledger::{Entry, Ledger};
+use crate::monitor::STALE_RTTS;
 use crate::units::{Instant, Rate};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -100,6 +101,8 @@ pub struct Outcome {
 /// One round's counts.
 #[derive(Clone, Copy, Debug)]
 struct Round {
+    /// Rounds finished before it (so unique per round).
+    id: u32,
     start: Instant,
     end: Instant,
     sent: [u64; LEGS],
@@ -118,7 +121,8 @@ pub struct Probe {
     srtt: [Option<Duration>; LEGS],
     latest: [Option<Duration>; LEGS],
     round: Option<Round>,
-    ledgers: [Ledger<()>; LEGS],
+    /// Each leg's packets, tagged with the round they were counted in (if any).
+    ledgers: [Ledger<Option<u32>>; LEGS],
     rounds: u32,
     lost_once: [bool; LEGS],
     outcome: Option<Outcome>,
@@ -184,16 +188,17 @@ impl Probe {
         if self.outcome.is_some() {
             return;
         }
-        self.ledgers[leg].on_sent(now, bytes, ());
         let round = match self.round {
             Some(r) => r,
             None => self.begin_round(now),
         };
-        if now < round.end {
+        let counted = now < round.end;
+        if counted {
             if let Some(r) = &mut self.round {
                 r.sent[leg] += bytes;
             }
         }
+        self.ledgers[leg].on_sent(now, bytes, counted.then_some(round.id));
     }
 
     /// Leg `leg` got an ACK at `now` of `packets`, the newest of them sent at `newest`, with
@@ -213,6 +218,11 @@ impl Probe {
         }
         let round = &mut self.round;
         self.ledgers[leg].ack(newest, packets, |p| count(round, p, |r| &mut r.acked[leg]));
+        // As monitor.rs: a packet never reported must not pin the ledger.
+        let stale = self.loss_rtt() * STALE_RTTS;
+        if stale > Duration::ZERO {
+            self.ledgers[leg].forget_sent_before(newest, stale, |_| {});
+        }
         self.advance(now);
     }
 
@@ -254,6 +264,7 @@ impl Probe {
             .mul_f64(ROUND_RTTS)
             .max(packets.unwrap_or_default());
         let round = Round {
+            id: self.rounds,
             start: now,
             end: now + length,
             sent: [0; LEGS],
@@ -361,12 +372,15 @@ impl Probe {
     }
 }
 
-/// Adds packet `p`'s bytes to the counter `field` picks in `round`, if it was sent in it.
-fn count(round: &mut Option<Round>, p: Entry<()>, field: impl FnOnce(&mut Round) -> &mut u64) {
-    if let Some(r) = round {
-        if p.sent >= r.start && p.sent < r.end {
-            *field(r) += p.bytes;
-        }
+/// Adds packet `p`'s bytes to the counter `field` picks in `round`, if it was counted as sent
+/// in it.
+fn count(
+    round: &mut Option<Round>,
+    p: Entry<Option<u32>>,
+    field: impl FnOnce(&mut Round) -> &mut u64,
+) {
+    if let Some(r) = round.as_mut().filter(|r| p.tag == Some(r.id)) {
+        *field(r) += p.bytes;
     }
 }
 
@@ -408,7 +422,7 @@ mod tests {
         }
         let done = (r.end + RTT.mul_f64(2.0)).as_nanos() / 1_000_000 + 1;
         for leg in 0..LEGS {
-            // The rest of the round, and one packet sent at its end.
+            // One ACK for the round's packets not lost and a packet sent at its end.
             p.on_sent(leg, r.end, MSS);
             let acked = packets[leg] - lost[leg] + 1;
             p.on_ack(leg, ms(done), r.end, acked, (Some(RTT), Some(RTT)));
@@ -508,6 +522,42 @@ mod tests {
         p.on_loss(0, r2.start + RTT, r2.start, 2);
         let r2 = p.round.expect("round 2 still runs");
         assert_eq!(r2.lost, [MSS, 0]);
+    }
+
+    #[test]
+    fn a_loss_event_declared_after_the_round_counts_its_packets_in_it() {
+        // Its newest packet was sent after the round's end, but the three oldest it covers
+        // were sent in the round: they count there.
+        let mut p = Probe::new(config(0.0));
+        for _ in 0..20 {
+            p.on_sent(1, ms(0), MSS);
+        }
+        let r = p.round.expect("a round runs");
+        p.on_sent(1, r.end, MSS);
+        p.on_loss(1, r.end + RTT, r.end, 3);
+        assert_eq!(p.round.expect("still running").lost, [0, 3 * MSS]);
+    }
+
+    #[test]
+    fn a_silent_leg_loses_what_it_sent_and_was_not_acknowledged() {
+        // After a first-loss round, the slow leg gets ACKs for 4 of its 10 packets and then
+        // nothing: 6 of 10 lost. The fast leg loses 12 of 20: eq. (1) = 0.4 / 0.4 = 1.
+        let mut p = Probe::new(config(0.0));
+        let t = round(&mut p, 0, [10, 20], [1, 1]);
+        for (leg, n) in [(0, 10), (1, 20)] {
+            for _ in 0..n {
+                p.on_sent(leg, ms(t), MSS);
+            }
+        }
+        let r = p.round.expect("round 2 runs");
+        p.on_ack(0, ms(t) + RTT, ms(t), 4, (Some(RTT), Some(RTT)));
+        p.on_loss(1, ms(t) + RTT, ms(t), 12);
+        p.on_sent(1, r.end, MSS);
+        let late = r.end + RTT.mul_f64(SILENCE_RTTS) + SILENCE_FLOOR;
+        p.on_ack(1, late, r.end, 9, (Some(RTT), Some(RTT)));
+        let o = p.outcome().expect("decided");
+        assert_eq!(o.leg_loss, [0.6, 0.6]);
+        assert!(!o.fair_queuing);
     }
 
     #[test]

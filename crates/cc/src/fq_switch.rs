@@ -27,7 +27,9 @@
 //! resumes; otherwise the other controller takes over as above.
 
 use crate::controller::SentPacket;
-use crate::controller::{AckEvent, CongestionEvent, Controller, ControllerConfig, ControllerState};
+use crate::controller::{
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+};
 use crate::fq_probe::{Outcome, Probe, ProbeConfig};
 use crate::monitor::RATE_BASED_CWND;
 use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params};
@@ -196,7 +198,10 @@ fn probe_ack(probe: &Mutex<Probe>, leg: usize, now: Instant, ack: &AckEvent) {
 }
 
 fn probe_loss(probe: &Mutex<Probe>, leg: usize, now: Instant, event: &CongestionEvent) {
-    lock(probe).on_loss(leg, now, event.largest_sent_time, event.lost_packets);
+    // A CE mark is not a loss: its packets are acknowledged later.
+    if event.kind != CongestionKind::EcnCe {
+        lock(probe).on_loss(leg, now, event.largest_sent_time, event.lost_packets);
+    }
 }
 
 /// The probe's fast leg: the controller of the second subflow.

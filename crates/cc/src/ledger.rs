@@ -28,7 +28,8 @@ pub struct Entry<T> {
     resolved: bool,
 }
 
-/// Unresolved packets in the order they were sent (resolved ones are dropped from the front).
+/// Packets in the order they were sent, from the oldest unresolved one (resolved ones are
+/// dropped from the front; behind an unresolved one they stay, marked).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ledger<T> {
     packets: VecDeque<Entry<T>>,
@@ -50,6 +51,10 @@ impl<T: Copy> Ledger<T> {
 
     /// A packet of `bytes` was sent at `sent`.
     pub fn on_sent(&mut self, sent: Instant, bytes: u64, tag: T) {
+        debug_assert!(
+            self.packets.back().is_none_or(|p| p.sent <= sent),
+            "packets are entered in the order they are sent"
+        );
         self.packets.push_back(Entry {
             sent,
             bytes,

@@ -618,7 +618,7 @@ mod tests {
         s.cwnd = cwnd;
         s.ssthresh = cwnd;
         s.incthresh = incthresh;
-        s.increase = (incthresh - cwnd).max(num_rtt);
+        s.increase = incthresh.saturating_sub(cwnd).max(num_rtt);
         s.delays.on_sample(MIN_RTT, false);
         s
     }
