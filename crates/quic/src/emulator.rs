@@ -85,9 +85,8 @@ use kleinrock_sim::events::{EventQueue, Target};
 use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::link::{Admission, Link};
 use kleinrock_sim::queue::Queued;
+use kleinrock_sim::streams::{jitter_stream, loss_stream, seeded};
 use kleinrock_sim::{LinkConfig, LinkStats, LossConfig, QdiscConfig};
-use rand_chacha::rand_core::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
@@ -836,15 +835,15 @@ impl Relay {
         replies: mpsc::Sender<(u64, EmulatorStats)>,
         socket_buffer_bytes: usize,
     ) -> Self {
-        // The simulator's streams: link i's loss is stream 2^32 + i, its jitter 2^33 + i.
-        let seeded = |stream: u64| {
-            let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-            rng.set_stream(stream);
-            rng
-        };
+        // The simulator's streams for link i's loss and jitter.
         let link = |i: usize, l: &LinkConfig| {
-            let i = i as u64;
-            Link::new(i as u32, l, seeded((1 << 32) + i), seeded((1 << 33) + i))
+            let (loss, jitter) = (loss_stream(i), jitter_stream(i));
+            Link::new(
+                i as u32,
+                l,
+                seeded(config.seed, loss),
+                seeded(config.seed, jitter),
+            )
         };
         let links = [
             link(FORWARD, &config.forward),

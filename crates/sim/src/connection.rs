@@ -20,9 +20,8 @@ use crate::receiver::Receiver;
 use crate::sender::Sender;
 use crate::stats::FlowCounters;
 use crate::stream::{Reassembly, SendStream};
+use crate::streams::seeded;
 use kleinrock_cc::{Controller, ParamValue};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 /// One subflow: its flow index, both ends, and whether it still sends.
 pub struct Subflow {
@@ -61,13 +60,6 @@ pub struct Connection {
     measuring: bool,
 }
 
-/// The generator of the sending host's timing of the `k`-th subflow (from 0) a connection opens.
-fn host_rng(host_seed: u64, k: u64) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(host_seed);
-    rng.set_stream(k);
-    rng
-}
-
 impl Connection {
     /// A connection whose first subflow is flow `flow`, driven by `controller`; `host_seed`
     /// seeds the sending host's timing of its subflows.
@@ -78,7 +70,8 @@ impl Connection {
         app: AppConfig,
         host_seed: u64,
     ) -> Self {
-        let first = host_rng(host_seed, 0);
+        // The host's timing of the k-th subflow opened: stream k of `host_seed`.
+        let first = seeded(host_seed, 0);
         Connection {
             transport,
             stream: SendStream::new(Application::new(app)),
@@ -271,7 +264,7 @@ impl Connection {
                 flow,
                 controller,
                 self.transport,
-                host_rng(self.host_seed, self.subflows.len() as u64),
+                seeded(self.host_seed, self.subflows.len() as u64),
             ),
             receiver: Receiver::new(flow, self.transport),
         };

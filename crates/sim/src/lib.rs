@@ -29,6 +29,7 @@ pub mod receiver;
 pub mod sender;
 pub mod stats;
 pub mod stream;
+pub mod streams;
 pub mod trace;
 
 pub use config::{
