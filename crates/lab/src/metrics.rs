@@ -11,7 +11,7 @@ use crate::scenario::Scenario;
 use kleinrock_cc::units::duration_nanos;
 use kleinrock_cc::ControllerState;
 use kleinrock_sim::hist::Histogram;
-use kleinrock_sim::{LinkStats, SimResult};
+use kleinrock_sim::{EventSpan, LinkStats, SimResult};
 use serde::Serialize;
 
 /// Metrics of one flow.
@@ -184,11 +184,8 @@ fn per_second(bytes: u64, active_ns: u64) -> f64 {
     }
 }
 
-fn mean_gap_s(times: &[u64]) -> Option<f64> {
-    (times.len() >= 2).then(|| {
-        let span = times[times.len() - 1] - times[0];
-        secs(span) / (times.len() - 1) as f64
-    })
+fn mean_gap_s(events: &EventSpan) -> Option<f64> {
+    (events.count >= 2).then(|| secs(events.last_ns - events.first_ns) / (events.count - 1) as f64)
 }
 
 /// The RTT fields of [`FlowMetrics`] (mean, std, p50, p95, p99, ms) from a histogram of ns.
@@ -252,7 +249,7 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
                 owqd_mean_ms: ms(s.queuing_delay.mean()),
                 owqd_p95_ms: ms(s.queuing_delay.quantile(0.95)),
                 loss_events: c.loss_events,
-                loss_event_distance_s: mean_gap_s(&s.loss_event_times),
+                loss_event_distance_s: mean_gap_s(&s.loss_events),
                 transfers_completed: s.transfers.as_ref().map(|t| t.completed),
                 fq_detection: FqDetection::from_state(&s.final_state),
                 completion_s: match &s.transfers {

@@ -2,6 +2,7 @@
 //! built from. Every error names the file, the field and what is accepted; a scenario that
 //! fails validation never reaches the simulator.
 
+use crate::limits::{self, bytes_within, duration_within, rate_within, whole_within};
 use crate::sweep::{expand, SweepPoint};
 use kleinrock_cc::registry::find;
 use kleinrock_cc::units::{parse_bytes, parse_duration, parse_rate};
@@ -149,9 +150,10 @@ struct FlowSpec {
     app: Option<String>,
     rate: Option<String>,
     transport: Option<String>,
-    count: Option<u32>,
+    count: Option<u64>,
     stagger: Option<String>,
-    packet_size: Option<u32>,
+    packet_size: Option<u64>,
+    max_in_flight: Option<u64>,
     pacing: Option<bool>,
     host_rate: Option<String>,
     host_jitter: Option<f64>,
@@ -407,7 +409,10 @@ pub fn parse(
         let spec: FileSpec = serde_path_to_error::deserialize(value).map_err(|e| {
             let field = e.path().to_string();
             let field = if field == "." { String::new() } else { field };
-            err(&field, format!("{}{context}", e.inner().message()))
+            err(
+                &field,
+                format!("{}{context}", in_user_words(&field, e.inner())),
+            )
         })?;
         let mut scenario = resolve(spec, default_name, point.clone())
             .map_err(|(f, m)| err(&f, format!("{m}{context}")))?;
@@ -421,6 +426,19 @@ pub fn parse(
         is_sweep: sweep.is_some(),
         points: scenarios,
     })
+}
+
+/// A type error as the user would say it: what the field accepts, instead of the parser's
+/// words (which name internal types); other errors (unknown or missing fields) as they are.
+fn in_user_words(field: &str, e: &toml::de::Error) -> String {
+    let message = e.message();
+    let wrong_type = ["invalid type", "invalid value", "did not match any variant"]
+        .iter()
+        .any(|m| message.contains(m));
+    match limits::accepted(field) {
+        Some(accepted) if wrong_type => format!("accepted: {accepted}"),
+        _ => message.to_string(),
+    }
 }
 
 /// Where an error arose: the sweep point and the `--set` overrides, when there are any.
@@ -441,17 +459,37 @@ fn context_suffix(point: &SweepPoint, overrides: &SweepPoint) -> String {
 
 type FieldResult<T> = Result<T, (String, String)>;
 
+/// A time in a scenario (a duration, a start, an event's time): 0 to [`limits::MAX_TIME`].
+fn time_value(text: &str) -> Result<Duration, String> {
+    duration_within(parse_duration(text)?, Duration::ZERO, limits::MAX_TIME)
+}
+
+/// A link's delay or jitter: 0 to [`limits::MAX_DELAY`].
+fn delay_value(text: &str) -> Result<Duration, String> {
+    duration_within(parse_duration(text)?, Duration::ZERO, limits::MAX_DELAY)
+}
+
+/// A rate of a link, policer, host or application.
+fn rate_value(text: &str) -> Result<Rate, String> {
+    rate_within(parse_rate(text)?)
+}
+
+/// A size in bytes from 1 to `max`.
+fn bytes_value(text: &str, max: u64) -> Result<u64, String> {
+    bytes_within(parse_bytes(text)?, 1, max)
+}
+
 fn field<T>(name: impl Into<String>, r: Result<T, String>) -> FieldResult<T> {
     r.map_err(|m| (name.into(), m))
 }
 
 fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult<Scenario> {
-    let duration = field("duration", parse_duration(&spec.duration))?;
+    let duration = field("duration", time_value(&spec.duration))?;
     if duration.is_zero() {
         return Err(("duration".into(), "must be positive".into()));
     }
     let warmup = match &spec.warmup {
-        Some(w) => field("warmup", parse_duration(w))?,
+        Some(w) => field("warmup", time_value(w))?,
         None => Duration::ZERO,
     };
     if warmup >= duration {
@@ -459,20 +497,24 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
     }
     let trace_interval = match &spec.trace_interval {
         Some(t) => {
-            let d = field("trace_interval", parse_duration(t))?;
-            if d.is_zero() {
-                return Err(("trace_interval".into(), "must be positive".into()));
-            }
-            Some(d)
+            let min = limits::MIN_TRACE_INTERVAL;
+            let d = parse_duration(t).and_then(|d| duration_within(d, min, duration.max(min)));
+            Some(field("trace_interval", d)?)
         }
         None => None,
     };
-    if spec.links.is_empty() {
-        return Err(("links".into(), "at least one link is needed".into()));
+    if spec.links.is_empty() || spec.links.len() > limits::MAX_LINKS {
+        let message = format!(
+            "{} links; accepted: 1 to {}",
+            spec.links.len(),
+            limits::MAX_LINKS
+        );
+        return Err(("links".into(), message));
     }
     if spec.flows.is_empty() {
         return Err(("flows".into(), "at least one flow is needed".into()));
     }
+    check_flow_count(&spec.flows)?;
     let names: Vec<&str> = spec.links.iter().map(|l| l.name.as_str()).collect();
     for (i, n) in names.iter().enumerate() {
         if names[..i].contains(n) {
@@ -493,6 +535,9 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
             }
             flows.push(plan);
         }
+    }
+    if let Some(t) = trace_interval {
+        check_trace_rows(duration, t, flows.len() + spec.links.len())?;
     }
     let mut links = Vec::new();
     let mut route_changes = Vec::new();
@@ -515,6 +560,45 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
     })
 }
 
+/// The flows after `count` copies are at most [`limits::MAX_FLOWS`], checked before any is
+/// built.
+fn check_flow_count(flows: &[FlowSpec]) -> FieldResult<()> {
+    let mut total = 0u64;
+    for (i, f) in flows.iter().enumerate() {
+        let count = f.count.unwrap_or(1);
+        field(
+            format!("flows[{i}].count"),
+            whole_within(count, 1, limits::MAX_FLOWS as u64),
+        )?;
+        total += count;
+        if total > limits::MAX_FLOWS as u64 {
+            let message = format!(
+                "the scenario has more than {} flows with this one's copies; accepted: at \
+                 most {} flows in all",
+                limits::MAX_FLOWS,
+                limits::MAX_FLOWS
+            );
+            return Err((format!("flows[{i}]"), message));
+        }
+    }
+    Ok(())
+}
+
+/// The trace of `series` flows and links, one row per `interval` over `duration`, fits
+/// [`limits::MAX_TRACE_ROWS`].
+fn check_trace_rows(duration: Duration, interval: Duration, series: usize) -> FieldResult<()> {
+    let rows = (duration.as_nanos() / interval.as_nanos()) as u64 * series as u64;
+    if rows > limits::MAX_TRACE_ROWS {
+        let message = format!(
+            "{rows} trace rows (duration / trace_interval x {series} flows and links); \
+             accepted: at most {}; choose a longer interval",
+            limits::MAX_TRACE_ROWS
+        );
+        return Err(("trace_interval".into(), message));
+    }
+    Ok(())
+}
+
 /// A link's delay schedule as route changes, checked to be in time order.
 fn resolve_delay_schedule(steps: &[DelayStepSpec], i: usize) -> FieldResult<Vec<RouteChange>> {
     let mut out: Vec<RouteChange> = Vec::new();
@@ -522,17 +606,11 @@ fn resolve_delay_schedule(steps: &[DelayStepSpec], i: usize) -> FieldResult<Vec<
         let at = |f: &str| format!("links[{i}].delay_schedule[{k}].{f}");
         let change = RouteChange {
             link: i,
-            at: field(at("at"), parse_duration(&step.at))?,
-            delay: field(at("delay"), parse_duration(&step.delay))?,
+            at: field(at("at"), time_value(&step.at))?,
+            delay: field(at("delay"), delay_value(&step.delay))?,
         };
         if let Some(prev) = out.last().filter(|p| p.at >= change.at) {
-            return Err((
-                at("at"),
-                format!(
-                    "{:?} is not after the previous step ({:?}); steps are listed in time order",
-                    change.at, prev.at
-                ),
-            ));
+            return Err((at("at"), not_after(change.at, prev.at)));
         }
         out.push(change);
     }
@@ -546,17 +624,21 @@ fn resolve_link(
     all: &[LinkSpec],
 ) -> FieldResult<LinkConfig> {
     let at = |f: &str| format!("links[{i}].{f}");
-    let rate = field(at("rate"), parse_rate(&l.rate))?;
+    let rate = field(at("rate"), rate_value(&l.rate))?;
     let delay = match &l.delay {
-        Some(d) => field(at("delay"), parse_duration(d))?,
+        Some(d) => field(at("delay"), delay_value(d))?,
         None => Duration::ZERO,
     };
     let jitter = match &l.jitter {
-        Some(j) => field(at("jitter"), parse_duration(j))?,
+        Some(j) => field(at("jitter"), delay_value(j))?,
         None => Duration::ZERO,
     };
     let bdp_rtt = match &l.bdp_rtt {
-        Some(r) => Some(field(at("bdp_rtt"), parse_duration(r))?),
+        Some(r) => {
+            let d = parse_duration(r)
+                .and_then(|d| duration_within(d, Duration::from_nanos(1), limits::MAX_BDP_RTT));
+            Some(field(at("bdp_rtt"), d)?)
+        }
         None => flows.iter().find(|f| f.forward.contains(&i)).map(|f| {
             f.forward
                 .iter()
@@ -568,20 +650,36 @@ fn resolve_link(
         }),
     };
     let buffer = field(at("buffer"), parse_buffer(&l.buffer, rate, bdp_rtt))?;
+    if let (BufferLimit::Bytes(b), Some(largest)) = (buffer, largest_packet(flows, i)) {
+        if b < u64::from(largest) {
+            let message = format!(
+                "`{}` is {b} bytes, less than one {largest}-byte packet of the flows that \
+                 cross this link, so it would drop every such packet; accepted: at least \
+                 {largest} bytes (or \"1pkt\")",
+                l.buffer
+            );
+            return Err((at("buffer"), message));
+        }
+    }
     let qdisc = match l.qdisc.as_deref().unwrap_or("fifo") {
         "fifo" => QdiscConfig::Fifo,
         "fq" => QdiscConfig::Fq {
             flow_limit: match l.flow_limit {
-                Some(0) => return Err((at("flow_limit"), "must be positive".into())),
-                Some(n) => n,
+                Some(n) => field(
+                    at("flow_limit"),
+                    whole_within(n, 1, limits::MAX_BUFFER_PACKETS),
+                )?,
                 None => 100,
             },
             quantum: match &l.quantum {
-                Some(q) => field(at("quantum"), parse_bytes(q))?,
+                Some(q) => field(at("quantum"), bytes_value(q, limits::MAX_QUANTUM_BYTES))?,
                 None => 3000,
             },
             initial_quantum: match &l.initial_quantum {
-                Some(q) => field(at("initial_quantum"), parse_bytes(q))?,
+                Some(q) => field(
+                    at("initial_quantum"),
+                    bytes_value(q, limits::MAX_QUANTUM_BYTES),
+                )?,
                 None => 15_000,
             },
         },
@@ -602,17 +700,15 @@ fn resolve_link(
     };
     let policer = match &l.policer {
         Some(p) => Some(PolicerConfig {
-            rate: field(at("policer.rate"), parse_rate(&p.rate))?,
-            burst: field(at("policer.burst"), parse_bytes(&p.burst))?,
+            rate: field(at("policer.rate"), rate_value(&p.rate))?,
+            burst: field(
+                at("policer.burst"),
+                bytes_value(&p.burst, limits::MAX_BUFFER_BYTES),
+            )?,
         }),
         None => None,
     };
-    let mut schedule = Vec::new();
-    for (k, s) in l.rate_schedule.iter().enumerate() {
-        let t = field(at(&format!("rate_schedule[{k}].at")), parse_duration(&s.at))?;
-        let r = field(at(&format!("rate_schedule[{k}].rate")), parse_rate(&s.rate))?;
-        schedule.push((t, r));
-    }
+    let schedule = resolve_rate_schedule(&l.rate_schedule, i)?;
     Ok(LinkConfig {
         name: l.name.clone(),
         rate,
@@ -626,47 +722,95 @@ fn resolve_link(
     })
 }
 
+/// The largest packet that crosses link `i`: a data packet of a flow whose forward path
+/// crosses it, else an ACK of one whose reverse path does.
+fn largest_packet(flows: &[FlowPlan], i: usize) -> Option<u32> {
+    let data = flows
+        .iter()
+        .filter(|f| f.forward.contains(&i))
+        .map(|f| match &f.transport {
+            FlowTransport::Reliable { transport, .. } => transport.packet_size,
+            FlowTransport::Datagram { packet_size } => *packet_size,
+        });
+    let acks = flows
+        .iter()
+        .filter(|f| f.reverse.contains(&i))
+        .map(|f| match &f.transport {
+            FlowTransport::Reliable { transport, .. } => transport.ack_size,
+            FlowTransport::Datagram { .. } => 0,
+        });
+    data.chain(acks).max()
+}
+
+/// A link's rate schedule, checked to be in time order.
+fn resolve_rate_schedule(steps: &[RateStepSpec], i: usize) -> FieldResult<Vec<(Duration, Rate)>> {
+    let mut out: Vec<(Duration, Rate)> = Vec::new();
+    for (k, step) in steps.iter().enumerate() {
+        let at = |f: &str| format!("links[{i}].rate_schedule[{k}].{f}");
+        let t = field(at("at"), time_value(&step.at))?;
+        let r = field(at("rate"), rate_value(&step.rate))?;
+        if let Some(&(prev, _)) = out.last().filter(|p| p.0 >= t) {
+            return Err((at("at"), not_after(t, prev)));
+        }
+        out.push((t, r));
+    }
+    Ok(out)
+}
+
+/// The error of a schedule step at `t` listed after one at `prev`.
+fn not_after(t: Duration, prev: Duration) -> String {
+    format!(
+        "{} is not after the previous step ({}); steps are listed in time order",
+        limits::show_duration(t),
+        limits::show_duration(prev)
+    )
+}
+
 /// Parses a buffer size: `"100pkt"`, a byte size like `"64KB"`, or `"2bdp"` (times the rate
-/// and `bdp_rtt`).
+/// and `bdp_rtt`), within [`limits::MAX_BUFFER_PACKETS`] or [`limits::MAX_BUFFER_BYTES`].
 fn parse_buffer(text: &str, rate: Rate, bdp_rtt: Option<Duration>) -> Result<BufferLimit, String> {
     let accepted = "packets (\"100pkt\"), bytes (\"64KB\") or BDP multiples (\"2bdp\")";
     let t = text.trim();
+    let number = |n: &str| {
+        n.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("`{text}`: expected {accepted}"))
+    };
+    let max_bytes = limits::MAX_BUFFER_BYTES;
     if let Some(n) = t.strip_suffix("pkt") {
-        let n: f64 = n
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{text}`: expected {accepted}"))?;
-        if !n.is_finite() || n < 1.0 || n.fract() != 0.0 {
+        let n = number(n)?;
+        let max = limits::MAX_BUFFER_PACKETS;
+        if !(1.0..=max as f64).contains(&n) || n.fract() != 0.0 {
             return Err(format!(
-                "`{text}`: the packet count must be a whole number >= 1"
+                "`{text}`: accepted: a whole number of packets from 1 to {max}"
             ));
         }
         return Ok(BufferLimit::Packets(n as u64));
     }
     if let Some(m) = t.strip_suffix("bdp") {
-        let m: f64 = m
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{text}`: expected {accepted}"))?;
-        if !m.is_finite() || m <= 0.0 {
-            return Err(format!("`{text}`: the BDP multiple must be positive"));
+        let m = number(m)?;
+        let max = limits::MAX_BDP_MULTIPLE;
+        if !(m > 0.0 && m <= max) {
+            return Err(format!(
+                "`{text}`: accepted: a BDP multiple above 0 and at most {max}"
+            ));
         }
         let rtt = bdp_rtt.ok_or_else(|| {
             "a BDP-sized buffer needs `bdp_rtt` on the link or a flow whose path crosses it"
                 .to_string()
         })?;
-        let bytes = (rate.bytes_in(rtt) * m).round() as u64;
-        return if bytes == 0 {
-            Err(format!(
-                "`{text}` is less than one byte at this rate and RTT"
-            ))
-        } else {
-            Ok(BufferLimit::Bytes(bytes))
-        };
+        let bytes = (rate.bytes_in(rtt) * m).round();
+        if bytes > max_bytes as f64 {
+            return Err(format!(
+                "`{text}` is {bytes:e} bytes at this rate and RTT; accepted: at most {max_bytes}"
+            ));
+        }
+        return Ok(BufferLimit::Bytes(bytes as u64));
     }
     parse_bytes(t)
-        .map(BufferLimit::Bytes)
         .map_err(|_| format!("`{text}`: expected {accepted}"))
+        .and_then(|b| bytes_within(b, 1, max_bytes))
+        .map(BufferLimit::Bytes)
 }
 
 fn probability(name: &str, v: Option<f64>, default: Option<f64>) -> Result<f64, String> {
@@ -706,16 +850,24 @@ fn resolve_path(list: &[String], names: &[&str], at: &str) -> FieldResult<Vec<us
     if list.is_empty() {
         return Err((at.into(), "must name at least one link".into()));
     }
-    list.iter()
-        .map(|n| {
-            names.iter().position(|k| k == n).ok_or_else(|| {
-                (
-                    at.to_string(),
-                    format!("unknown link `{n}`; links: {}", names.join(", ")),
-                )
-            })
-        })
-        .collect()
+    let mut path = Vec::with_capacity(list.len());
+    for n in list {
+        let link = names.iter().position(|k| k == n).ok_or_else(|| {
+            (
+                at.to_string(),
+                format!("unknown link `{n}`; links: {}", names.join(", ")),
+            )
+        })?;
+        if path.contains(&link) {
+            let message = format!(
+                "names `{n}` twice; a path crosses each link at most once (a link is one \
+                 direction of a wire: give the second crossing a link of its own)"
+            );
+            return Err((at.to_string(), message));
+        }
+        path.push(link);
+    }
+    Ok(path)
 }
 
 fn resolve_params(table: &toml::Table, at: &str) -> FieldResult<Params> {
@@ -741,16 +893,12 @@ fn resolve_params(table: &toml::Table, at: &str) -> FieldResult<Params> {
 fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<TransportConfig> {
     let mut t = TransportConfig::default();
     if let Some(size) = f.packet_size {
-        if size <= t.header_size || size > 65_535 {
-            return Err((
-                at("packet_size"),
-                format!(
-                    "{size} is out of range; accepted: {} to 65535",
-                    t.header_size + 1
-                ),
-            ));
-        }
-        t.packet_size = size;
+        let min = u64::from(t.header_size) + 1;
+        t.packet_size = field(at("packet_size"), whole_within(size, min, 65_535))? as u32;
+    }
+    if let Some(n) = f.max_in_flight {
+        let n = whole_within(n, 1, limits::MAX_IN_FLIGHT);
+        t.max_in_flight = field(at("max_in_flight"), n)? as u32;
     }
     t.pacing = f.pacing.unwrap_or(t.pacing);
     if let Some(rate) = &f.host_rate {
@@ -760,7 +908,7 @@ fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<T
                 "caps a paced sender's rate; accepted only with pacing = true".into(),
             ));
         }
-        t.host_rate = Some(field(at("host_rate"), parse_rate(rate))?);
+        t.host_rate = Some(field(at("host_rate"), rate_value(rate))?);
     }
     if let Some(j) = f.host_jitter {
         if !(0.0..=1.0).contains(&j) {
@@ -780,11 +928,11 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
     let at = |x: &str| format!("flows[{i}].{x}");
     let forward = resolve_path(&f.path, names, &at("path"))?;
     let start = match &f.start {
-        Some(s) => field(at("start"), parse_duration(s))?,
+        Some(s) => field(at("start"), time_value(s))?,
         None => Duration::ZERO,
     };
     let stop = match &f.stop {
-        Some(s) => Some(field(at("stop"), parse_duration(s))?),
+        Some(s) => Some(field(at("stop"), time_value(s))?),
         None => None,
     };
     if stop.is_some_and(|s| s <= start) {
@@ -813,14 +961,21 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
         }
     };
     let events = resolve_events(f, &transport, &at)?;
-    let count = f.count.unwrap_or(1);
-    if count == 0 {
-        return Err((at("count"), "must be at least 1".into()));
-    }
+    // At most `limits::MAX_FLOWS`, checked before any flow is resolved.
+    let count = f.count.unwrap_or(1) as u32;
     let stagger = match &f.stagger {
-        Some(s) => field(at("stagger"), parse_duration(s))?,
+        Some(s) => field(at("stagger"), time_value(s))?,
         None => Duration::ZERO,
     };
+    let last = stop.unwrap_or(start) + stagger * (count - 1);
+    if last > limits::MAX_TIME {
+        let message = format!(
+            "the last copy would start or stop at {}; accepted: times up to {}",
+            limits::show_duration(last),
+            limits::show_duration(limits::MAX_TIME)
+        );
+        return Err((at("stagger"), message));
+    }
     let base = f
         .name
         .clone()
@@ -862,12 +1017,15 @@ fn resolve_arrivals(
         let message = "short-flow arrivals are reliable connections; accepted: reliable";
         return Err((at("transport"), message.into()));
     }
-    let size = field(at("arrivals.size"), parse_bytes(&a.size))?;
-    if size == 0 {
-        return Err((at("arrivals.size"), "must be positive".into()));
-    }
-    if a.count == Some(0) {
-        return Err((at("arrivals.count"), "must be at least 1".into()));
+    let size = field(
+        at("arrivals.size"),
+        bytes_value(&a.size, limits::MAX_SIZE_BYTES),
+    )?;
+    if let Some(n) = a.count {
+        field(
+            at("arrivals.count"),
+            whole_within(n, 1, limits::MAX_TRANSFERS),
+        )?;
     }
     let interarrival = field(
         at("arrivals.interarrival"),
@@ -888,9 +1046,12 @@ const INTERARRIVALS: &str = "a duration (\"2.5s\"), { uniform = [\"2s\", \"3s\"]
 
 /// An inter-arrival time: fixed, uniform in a range, or exponential with a mean.
 fn resolve_interarrival(v: &toml::Value) -> Result<Interarrival, String> {
-    let positive = |text: &str| match parse_duration(text)? {
-        d if d.is_zero() => Err(format!("`{text}` must be positive")),
-        d => Ok(d),
+    let positive = |text: &str| {
+        duration_within(
+            parse_duration(text)?,
+            limits::MIN_INTERARRIVAL,
+            limits::MAX_TIME,
+        )
     };
     let table = match v {
         toml::Value::String(s) => return Ok(Interarrival::Fixed(positive(s)?)),
@@ -913,10 +1074,13 @@ fn resolve_uniform(range: &[toml::Value]) -> Result<Interarrival, String> {
             "uniform takes two durations; expected {INTERARRIVALS}"
         ));
     };
-    let (low, high) = (parse_duration(low)?, parse_duration(high)?);
-    if low > high || high.is_zero() {
+    let (low, high) = (time_value(low)?, time_value(high)?);
+    if low > high || high < limits::MIN_INTERARRIVAL {
         return Err(format!(
-            "uniform = [{low:?}, {high:?}] needs low <= high and high > 0"
+            "uniform = [{}, {}] needs low <= high and high >= {}",
+            limits::show_duration(low),
+            limits::show_duration(high),
+            limits::show_duration(limits::MIN_INTERARRIVAL)
         ));
     }
     Ok(Interarrival::Uniform(low, high))
@@ -974,7 +1138,7 @@ fn parse_events(
     let mut out = Vec::new();
     for (k, e) in events.iter().enumerate() {
         let here = format!("{}[{k}]", at("events"));
-        let when = field(format!("{here}.at"), parse_duration(&e.at))?;
+        let when = field(format!("{here}.at"), time_value(&e.at))?;
         let changes = resolve_params(&e.params, &format!("{here}.params"))?;
         if changes.is_empty() {
             let message = "must name at least one parameter, e.g. { num_rtt = 40 }";
@@ -1013,7 +1177,7 @@ fn build_error(e: BuildError, params_at: &str, cc_at: &str) -> (String, String) 
 
 fn resolve_app(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<AppConfig> {
     let bytes = match &f.size {
-        Some(s) => Some(field(at("size"), parse_bytes(s))?),
+        Some(s) => Some(field(at("size"), bytes_value(s, limits::MAX_SIZE_BYTES))?),
         None => None,
     };
     match f.app.as_deref().unwrap_or("bulk") {
@@ -1026,7 +1190,7 @@ fn resolve_app(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<AppConf
                 )
             })?;
             Ok(AppConfig::ConstantRate {
-                rate: field(at("rate"), parse_rate(rate))?,
+                rate: field(at("rate"), rate_value(rate))?,
                 bytes,
             })
         }

@@ -2,6 +2,7 @@
 //! (`flows.0.cc`, `links[1].buffer`, `flows.0.params.beta`), and the Cartesian product of a
 //! `[sweep]` table's value lists.
 
+use crate::limits::MAX_SWEEP_POINTS;
 use toml::{Table, Value};
 
 /// The assignments of one sweep point, as `(path, value)` texts.
@@ -160,12 +161,30 @@ pub fn apply_overrides(
     Ok(applied)
 }
 
+/// The grid has at most [`MAX_SWEEP_POINTS`] points, checked before any is built.
+fn check_grid_size(sweep: Option<&Table>) -> Result<(), (String, String)> {
+    let mut points = 1usize;
+    for (path, values) in sweep.into_iter().flatten() {
+        let n = values.as_array().map_or(1, Vec::len);
+        points = points.saturating_mul(n);
+        if points > MAX_SWEEP_POINTS {
+            let message = format!(
+                "the grid has more than {MAX_SWEEP_POINTS} points with this list; accepted: at \
+                 most {MAX_SWEEP_POINTS} points (the product of the lists' lengths)"
+            );
+            return Err((format!("sweep.\"{path}\""), message));
+        }
+    }
+    Ok(())
+}
+
 /// The scenario trees of every point of `sweep` (one point, unchanged, without a sweep),
 /// with the `sweep` table removed.
 pub fn expand(
     root: &Table,
     sweep: Option<&Table>,
 ) -> Result<Vec<(SweepPoint, Value)>, (String, String)> {
+    check_grid_size(sweep)?;
     let mut base = root.clone();
     base.remove("sweep");
     let mut points: Vec<(SweepPoint, Table)> = vec![(Vec::new(), base)];

@@ -23,6 +23,10 @@ pub struct TransferReport {
     pub completion_ns: Option<u64>,
 }
 
+/// Most transfers of one arrival process, with or without a count: a finished transfer keeps
+/// a small record (its paths, for packets still on their way), so this bounds the memory.
+pub const MAX_TRANSFERS: u64 = 1_000_000;
+
 /// One short-flow arrival process.
 pub struct Arrivals {
     controllers: ControllerFactory,
@@ -73,7 +77,7 @@ impl Arrivals {
     }
 
     fn exhausted(&self) -> bool {
-        self.stopped || self.remaining == Some(0)
+        self.stopped || self.remaining == Some(0) || self.begun >= MAX_TRANSFERS
     }
 
     /// Whether no transfer is under way and none will begin.

@@ -120,7 +120,15 @@ pub struct TransportConfig {
     /// The spread of the gaps of a sender held to `host_rate`, from 0 (exactly periodic)
     /// to 1.
     pub host_jitter: f64,
+    /// Most packets a sender (of each subflow) keeps from its oldest unresolved packet on,
+    /// whatever its controller's window: the bound a receive window gives a real transport,
+    /// and what bounds a sender's memory.
+    pub max_in_flight: u32,
 }
+
+/// The default of [`TransportConfig::max_in_flight`]: 2^18 packets, 393 MB of full-size packets
+/// (a 1 Gbit/s path with 3 s of round trip and queue), 17 MB of the sender's records.
+pub const DEFAULT_MAX_IN_FLIGHT: u32 = 1 << 18;
 
 impl Default for TransportConfig {
     fn default() -> Self {
@@ -136,6 +144,7 @@ impl Default for TransportConfig {
             receive_timestamps: true,
             host_rate: None,
             host_jitter: 0.5,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }

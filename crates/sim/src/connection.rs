@@ -9,7 +9,8 @@
 //! ones ([`Controller::extra_subflows`]), which the simulator opens as new flows on the same
 //! paths, and later close them. A closed subflow sends nothing more; whatever it sent that was
 //! not acknowledged is sent again, first, on the subflows still open, so every byte reaches the
-//! application.
+//! application. Its sender is then freed, its measurements kept in the connection's totals;
+//! its receiver stays (small: packets still on their way arrive and are acknowledged).
 
 use crate::app::Application;
 use crate::config::{AppConfig, TransportConfig};
@@ -17,20 +18,37 @@ use crate::events::EventQueue;
 use crate::hist::Histogram;
 use crate::packet::{AckFrame, Packet, Pool};
 use crate::receiver::Receiver;
-use crate::sender::Sender;
-use crate::stats::FlowCounters;
+use crate::sender::{Sender, SenderStats};
+use crate::stats::{EventSpan, FlowCounters};
 use crate::stream::{Reassembly, SendStream};
 use crate::streams::seeded;
 use kleinrock_cc::{Controller, ParamValue};
 
-/// One subflow: its flow index, both ends, and whether it still sends.
-pub struct Subflow {
+/// One subflow: its flow index and both ends; a closed subflow's sender is gone.
+struct Subflow {
     /// Flow index (its class at a fair queue, and where its packets are routed).
-    pub flow: u32,
-    /// Sending end.
-    pub sender: Sender,
+    flow: u32,
+    /// Sending end, `None` once closed.
+    sender: Option<Sender>,
     /// Receiving end.
-    pub receiver: Receiver,
+    receiver: Receiver,
+}
+
+impl Subflow {
+    fn open(&mut self) -> &mut Sender {
+        self.sender
+            .as_mut()
+            .expect("only open subflows are listed in `open`")
+    }
+}
+
+/// What the senders of closed subflows counted and measured.
+#[derive(Debug, Default)]
+struct Retired {
+    counters: FlowCounters,
+    rtt: Histogram,
+    loss_events: EventSpan,
+    max_rtt_ns: u64,
 }
 
 /// What a connection measured, over all its subflows.
@@ -40,8 +58,8 @@ pub struct Measured {
     pub rtt: Histogram,
     /// One-way queuing delay of each data packet in the window, ns.
     pub queuing_delay: Histogram,
-    /// Times of congestion events in the window, ns.
-    pub loss_event_times: Vec<u64>,
+    /// Congestion events in the window.
+    pub loss_events: EventSpan,
     /// Largest RTT sample over the run, ns.
     pub max_rtt_ns: u64,
 }
@@ -55,6 +73,10 @@ pub struct Connection {
     subflows: Vec<Subflow>,
     /// Indices into `subflows` of the open ones, ascending; the first subflow is always open.
     open: Vec<usize>,
+    /// What closed subflows' senders counted; allocated at the first close.
+    retired: Option<Box<Retired>>,
+    /// One-way queuing delay of each data packet in the window, over all subflows, ns.
+    queuing_delay: Histogram,
     host_seed: u64,
     started: bool,
     measuring: bool,
@@ -78,19 +100,24 @@ impl Connection {
             reassembly: Reassembly::new(app.total_bytes()),
             subflows: vec![Subflow {
                 flow,
-                sender: Sender::new(flow, controller, transport, first),
+                sender: Some(Sender::new(flow, controller, transport, first)),
                 receiver: Receiver::new(flow, transport),
             }],
             open: vec![0],
+            retired: None,
+            queuing_delay: Histogram::new(),
             host_seed,
             started: false,
             measuring: false,
         }
     }
 
-    /// The first subflow, whose controller runs the connection.
-    pub fn primary(&self) -> &Subflow {
-        &self.subflows[0]
+    /// The sender of the first subflow, whose controller runs the connection.
+    pub fn primary(&self) -> &Sender {
+        self.subflows[0]
+            .sender
+            .as_ref()
+            .expect("the first subflow stays open")
     }
 
     /// The receiver's reassembly.
@@ -102,16 +129,24 @@ impl Connection {
         self.subflows.binary_search_by_key(&flow, |s| s.flow).ok()
     }
 
-    fn open_subflows(&self) -> impl Iterator<Item = &Subflow> {
-        self.open.iter().map(|&k| &self.subflows[k])
+    /// The index of subflow `flow`, if it is open.
+    fn open_index(&self, flow: u32) -> Option<usize> {
+        self.index_of(flow)
+            .filter(|&i| self.subflows[i].sender.is_some())
+    }
+
+    fn open_senders(&self) -> impl Iterator<Item = &Sender> {
+        self.open
+            .iter()
+            .filter_map(|&k| self.subflows[k].sender.as_ref())
     }
 
     /// The connection starts at `now`.
     pub fn start(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
         self.started = true;
         self.stream.start(now);
-        let sub = &mut self.subflows[0];
-        sub.sender.start(now, &mut self.stream, out, events);
+        let sender = self.subflows[0].open();
+        sender.start(now, &mut self.stream, out, events);
     }
 
     /// The application stops offering new data at `now`.
@@ -123,9 +158,8 @@ impl Connection {
     /// Statistics before this call are discarded from now on.
     pub fn start_measuring(&mut self) {
         self.measuring = true;
-        for s in &mut self.subflows {
-            s.sender.start_measuring();
-            s.receiver.start_measuring();
+        for sender in self.subflows.iter_mut().filter_map(|s| s.sender.as_mut()) {
+            sender.start_measuring();
         }
     }
 
@@ -138,9 +172,8 @@ impl Connection {
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
     ) {
-        let sub = &mut self.subflows[0];
-        sub.sender
-            .set_param(now, name, value, &mut self.stream, out, events);
+        let sender = self.subflows[0].open();
+        sender.set_param(now, name, value, &mut self.stream, out, events);
     }
 
     /// The sender timer of subflow `flow` fires at `now`.
@@ -151,9 +184,9 @@ impl Connection {
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
     ) {
-        if let Some(i) = self.index_of(flow) {
-            let sub = &mut self.subflows[i];
-            sub.sender.on_timer(now, &mut self.stream, out, events);
+        if let Some(i) = self.open_index(flow) {
+            let sender = self.subflows[i].open();
+            sender.on_timer(now, &mut self.stream, out, events);
             self.poke_others(i, now, out, events);
         }
     }
@@ -181,10 +214,13 @@ impl Connection {
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
     ) {
-        if let Some(i) = self.index_of(packet.flow) {
-            let sub = &mut self.subflows[i];
-            sub.receiver
-                .on_data(now, packet, &mut self.reassembly, frames, out, events);
+        let Some(i) = self.index_of(packet.flow) else {
+            return;
+        };
+        let receiver = &mut self.subflows[i].receiver;
+        let delay = receiver.on_data(now, packet, &mut self.reassembly, frames, out, events);
+        if let Some(d) = delay.filter(|_| self.measuring) {
+            self.queuing_delay.record(d);
         }
     }
 
@@ -197,9 +233,9 @@ impl Connection {
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
     ) {
-        if let Some(i) = self.index_of(flow) {
-            let sub = &mut self.subflows[i];
-            sub.sender.on_ack(now, frame, &mut self.stream, out, events);
+        if let Some(i) = self.open_index(flow) {
+            let sender = self.subflows[i].open();
+            sender.on_ack(now, frame, &mut self.stream, out, events);
             self.poke_others(i, now, out, events);
         }
     }
@@ -208,7 +244,7 @@ impl Connection {
     fn poke_others(&mut self, i: usize, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
         for &k in &self.open {
             if k != i {
-                let sender = &mut self.subflows[k].sender;
+                let sender = self.subflows[k].open();
                 sender.poke(now, &mut self.stream, out, events);
             }
         }
@@ -216,7 +252,7 @@ impl Connection {
 
     fn poke_all(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
         for &k in &self.open {
-            let sender = &mut self.subflows[k].sender;
+            let sender = self.subflows[k].open();
             sender.poke(now, &mut self.stream, out, events);
         }
     }
@@ -229,7 +265,7 @@ impl Connection {
     /// How many subflows the first subflow's controller wants opened (positive) or closed
     /// (negative) now.
     pub fn subflow_change(&self) -> isize {
-        let wanted = self.subflows[0].sender.controller().extra_subflows() as isize;
+        let wanted = self.primary().controller().extra_subflows() as isize;
         let open = self.open_extra() as isize;
         if wanted == open || !self.started || self.finished_ns().is_some() {
             return 0;
@@ -252,55 +288,67 @@ impl Connection {
         );
         let index = self.open_extra() + 1;
         let Some(controller) = self.subflows[0]
-            .sender
+            .open()
             .controller_mut()
             .subflow_controller(index)
         else {
             return false;
         };
-        let mut sub = Subflow {
+        let mut sender = Sender::new(
             flow,
-            sender: Sender::new(
-                flow,
-                controller,
-                self.transport,
-                seeded(self.host_seed, self.subflows.len() as u64),
-            ),
-            receiver: Receiver::new(flow, self.transport),
-        };
+            controller,
+            self.transport,
+            seeded(self.host_seed, self.subflows.len() as u64),
+        );
+        let receiver = Receiver::new(flow, self.transport);
         if self.measuring {
-            sub.sender.start_measuring();
-            sub.receiver.start_measuring();
+            sender.start_measuring();
         }
-        sub.sender.start(now, &mut self.stream, out, events);
+        sender.start(now, &mut self.stream, out, events);
+        let sub = Subflow {
+            flow,
+            sender: Some(sender),
+            receiver,
+        };
         self.open.push(self.subflows.len());
         self.subflows.push(sub);
         true
     }
 
     /// Closes the most recently opened extra subflow at `now`; its unacknowledged chunks go
-    /// first in line on the subflows still open.
+    /// first in line on the subflows still open, and its sender is freed (what it counted and
+    /// measured is kept in the connection's totals).
     pub fn close_subflow(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
         if self.open.len() == 1 {
             return;
         }
         let k = self.open.pop().expect("the first subflow stays open");
-        let unacked = self.subflows[k].sender.close(now);
-        self.stream.resend_first(unacked);
+        let mut sender = self.subflows[k].sender.take().expect("an open subflow");
+        self.stream.resend_first(sender.close(now));
+        self.retire(&sender.stats);
         self.poke_all(now, out, events);
+    }
+
+    /// Adds a closed sender's counts and measurements to the connection's totals.
+    fn retire(&mut self, stats: &SenderStats) {
+        let r = self.retired.get_or_insert_with(Box::default);
+        r.counters = r.counters.plus(&stats.counters);
+        r.rtt.merge(&stats.rtt);
+        r.loss_events.merge(&stats.loss_events);
+        r.max_rtt_ns = r.max_rtt_ns.max(stats.max_rtt_ns);
     }
 
     /// When the connection finished: every open subflow finished (nothing left to send,
     /// nothing outstanding).
     pub fn finished_ns(&self) -> Option<u64> {
-        self.open_subflows()
-            .map(|s| s.sender.finished_ns())
+        self.open_senders()
+            .map(Sender::finished_ns)
             .try_fold(0, |latest, f| f.map(|f| latest.max(f)))
     }
 
     /// Bytes in flight over the open subflows (a closed one's are resent on the others).
     pub fn in_flight(&self) -> u64 {
-        self.open_subflows().map(|s| s.sender.in_flight()).sum()
+        self.open_senders().map(Sender::in_flight).sum()
     }
 
     /// Counters over all subflows.
@@ -309,12 +357,19 @@ impl Connection {
             bytes_delivered: self.reassembly.delivered,
             bytes_duplicate: self.reassembly.duplicate,
             ..FlowCounters::default()
-        };
+        }
+        .plus(
+            &self
+                .retired
+                .as_ref()
+                .map_or_else(FlowCounters::default, |r| r.counters),
+        );
         for s in &self.subflows {
+            let sent = s.sender.as_ref().map(|x| x.stats.counters);
             total = total.plus(&FlowCounters {
                 packets_received: s.receiver.packets_received,
                 acks_sent: s.receiver.acks_sent,
-                ..s.sender.stats.counters
+                ..sent.unwrap_or_default()
             });
         }
         total
@@ -322,15 +377,23 @@ impl Connection {
 
     /// RTT, queuing delay and congestion events over all subflows.
     pub fn measured(&self) -> Measured {
-        let mut m = Measured::default();
-        for s in &self.subflows {
-            m.rtt.merge(&s.sender.stats.rtt);
-            m.queuing_delay.merge(&s.receiver.queuing_delay);
-            m.loss_event_times
-                .extend_from_slice(&s.sender.stats.loss_event_times);
-            m.max_rtt_ns = m.max_rtt_ns.max(s.sender.stats.max_rtt_ns);
+        let mut m = match &self.retired {
+            Some(r) => Measured {
+                rtt: r.rtt.clone(),
+                queuing_delay: self.queuing_delay.clone(),
+                loss_events: r.loss_events,
+                max_rtt_ns: r.max_rtt_ns,
+            },
+            None => Measured {
+                queuing_delay: self.queuing_delay.clone(),
+                ..Measured::default()
+            },
+        };
+        for sender in self.open_senders() {
+            m.rtt.merge(&sender.stats.rtt);
+            m.loss_events.merge(&sender.stats.loss_events);
+            m.max_rtt_ns = m.max_rtt_ns.max(sender.stats.max_rtt_ns);
         }
-        m.loss_event_times.sort_unstable();
         m
     }
 }

@@ -39,4 +39,4 @@ pub use config::{
 pub use loss::LossConfig;
 pub use network::Simulator;
 pub use queue::{BufferLimit, QdiscConfig};
-pub use stats::{FlowStats, LinkStats, SimResult, TransferStats};
+pub use stats::{EventSpan, FlowStats, LinkStats, SimResult, TransferStats};

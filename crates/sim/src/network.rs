@@ -706,7 +706,7 @@ fn sample_flow(flow: &Flow, series: &mut Series) {
     let ms = |d: Option<std::time::Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
     match &flow.endpoints {
         Endpoints::Reliable(c) => {
-            let sender = &c.primary().sender;
+            let sender = c.primary();
             let cc = sender.controller();
             let counters = c.counters();
             series.set("cwnd_bytes", cc.cwnd() as f64);
@@ -785,11 +785,11 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
         size_bytes: flow.size,
         rtt: measured.rtt,
         queuing_delay: measured.queuing_delay,
-        loss_event_times: measured.loss_event_times,
+        loss_events: measured.loss_events,
         max_rtt_ns: measured.max_rtt_ns,
         transfers: None,
         final_state: match &flow.endpoints {
-            Endpoints::Reliable(c) => c.primary().sender.controller().state(),
+            Endpoints::Reliable(c) => c.primary().controller().state(),
             _ => Default::default(),
         },
     }

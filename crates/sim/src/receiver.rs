@@ -5,7 +5,6 @@
 
 use crate::config::TransportConfig;
 use crate::events::{EventQueue, LazyTimer, Target};
-use crate::hist::Histogram;
 use crate::packet::{AckFrame, Body, Packet, Pool};
 use crate::rangeset::RangeSet;
 use crate::stream::Reassembly;
@@ -27,13 +26,10 @@ pub struct Receiver {
     unacked: u32,
     ack_due_ns: Option<u64>,
     min_owd_ns: Option<u64>,
-    measuring: bool,
     /// Data packets received.
     pub packets_received: u64,
     /// ACK packets sent.
     pub acks_sent: u64,
-    /// One-way queuing delay of each data packet inside the measurement window, ns.
-    pub queuing_delay: Histogram,
     /// The delayed-ACK timer.
     pub timer: LazyTimer,
 }
@@ -50,20 +46,14 @@ impl Receiver {
             unacked: 0,
             ack_due_ns: None,
             min_owd_ns: None,
-            measuring: false,
             packets_received: 0,
             acks_sent: 0,
-            queuing_delay: Histogram::new(),
             timer: LazyTimer::default(),
         }
     }
 
-    /// Statistics before this call are discarded from now on.
-    pub fn start_measuring(&mut self) {
-        self.measuring = true;
-    }
-
-    /// Handles a data packet arriving at `now`: its bytes go to `stream`, ACKs to `out`.
+    /// Handles a data packet arriving at `now`: its bytes go to `stream`, ACKs to `out`;
+    /// returns its one-way queuing delay (its one-way delay minus the smallest so far), ns.
     pub fn on_data(
         &mut self,
         now: u64,
@@ -72,14 +62,14 @@ impl Receiver {
         frames: &mut Pool<AckFrame>,
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
-    ) {
+    ) -> Option<u64> {
         let Body::Data {
             offset,
             len,
             ack_floor,
         } = packet.body
         else {
-            return;
+            return None;
         };
         let pn = packet.number;
         self.packets_received += 1;
@@ -92,7 +82,7 @@ impl Receiver {
         self.received.remove_below(ack_floor);
         self.received.keep_highest(MAX_ACK_RANGES);
         stream.take(now, offset, len);
-        self.note_queuing_delay(now - packet.sent_ns);
+        let queuing_delay = self.queuing_delay(now - packet.sent_ns);
         self.unacked += 1;
         // RFC 9000 §13.2.1: at once when the packet arrives out of order or opens a gap.
         if !self.cfg.delayed_ack || !in_order || self.unacked >= ACK_EVERY {
@@ -102,14 +92,13 @@ impl Receiver {
             self.ack_due_ns = Some(due);
             self.timer.arm(events, due, Target::Receiver(self.flow));
         }
+        Some(queuing_delay)
     }
 
-    fn note_queuing_delay(&mut self, owd_ns: u64) {
+    fn queuing_delay(&mut self, owd_ns: u64) -> u64 {
         let min = self.min_owd_ns.map_or(owd_ns, |m| m.min(owd_ns));
         self.min_owd_ns = Some(min);
-        if self.measuring {
-            self.queuing_delay.record(owd_ns - min);
-        }
+        owd_ns - min
     }
 
     /// Handles the delayed-ACK timer at `now`.

@@ -11,7 +11,7 @@ use crate::config::TransportConfig;
 use crate::events::{EventQueue, LazyTimer, Target};
 use crate::hist::Histogram;
 use crate::packet::{AckFrame, Body, Packet};
-use crate::stats::FlowCounters;
+use crate::stats::{EventSpan, FlowCounters};
 use crate::stream::SendStream;
 use kleinrock_cc::delivery_rate::DeliveryRateSampler;
 use kleinrock_cc::rtt::{RttEstimator, GRANULARITY};
@@ -31,6 +31,9 @@ const PACKET_THRESHOLD: u64 = 3;
 const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
 /// Probe packets sent when a PTO fires (RFC 9002 §6.2.4 allows up to two).
 const PTO_PROBES: u32 = 2;
+/// Packets one event may send. A sender with more to send goes on in another event at the
+/// same time, so no answer of a controller makes one event unbounded.
+const MAX_SENDS_PER_EVENT: u32 = 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Outcome {
@@ -56,8 +59,8 @@ pub struct SenderStats {
     pub counters: FlowCounters,
     /// RTT samples taken inside the measurement window, ns.
     pub rtt: Histogram,
-    /// Times of congestion events inside the window, ns.
-    pub loss_event_times: Vec<u64>,
+    /// Congestion events inside the window.
+    pub loss_events: EventSpan,
     /// Largest RTT sample over the run, ns.
     pub max_rtt_ns: u64,
 }
@@ -92,6 +95,8 @@ pub struct Sender {
     measuring: bool,
     scratch_acked: Vec<u64>,
     scratch_lost: Vec<u64>,
+    /// The last event stopped sending at [`MAX_SENDS_PER_EVENT`] with more allowed.
+    burst_cut: bool,
     /// The sender's timer (pacing, loss detection, PTO, application data).
     pub timer: LazyTimer,
     /// Measurements.
@@ -139,6 +144,7 @@ impl Sender {
             measuring: false,
             scratch_acked: Vec::new(),
             scratch_lost: Vec::new(),
+            burst_cut: false,
             timer: LazyTimer::default(),
             stats: SenderStats::default(),
         }
@@ -532,7 +538,7 @@ impl Sender {
         self.recovery_start_ns = Some(now);
         if self.measuring {
             self.stats.counters.loss_events += 1;
-            self.stats.loss_event_times.push(now);
+            self.stats.loss_events.record(now);
         }
     }
 
@@ -626,9 +632,9 @@ impl Sender {
                 self.send_chunk(now, chunk, out);
             }
         }
-        loop {
-            let room = self.in_flight + u64::from(self.cfg.packet_size) <= self.cc.cwnd();
-            if !room {
+        self.burst_cut = false;
+        for _ in 0..MAX_SENDS_PER_EVENT {
+            if !self.has_room() {
                 return;
             }
             if self.cfg.pacing && now < self.next_send_ns {
@@ -645,6 +651,15 @@ impl Sender {
             };
             self.send_chunk(now, chunk, out);
         }
+        self.burst_cut = true;
+    }
+
+    /// Whether the window allows one more full packet: the controller's cwnd, and at most
+    /// `max_in_flight` packets from the oldest unresolved one on (as a receive window bounds
+    /// the data beyond the cumulative ACK), whatever the controller answers.
+    fn has_room(&self) -> bool {
+        self.in_flight + u64::from(self.cfg.packet_size) <= self.cc.cwnd()
+            && self.records.len() < self.cfg.max_in_flight as usize
     }
 
     fn send_chunk(
@@ -711,8 +726,9 @@ impl Sender {
             return;
         }
         let mut deadline = self.loss_time_ns.or_else(|| self.pto_deadline());
-        let room = self.in_flight + u64::from(self.cfg.packet_size) <= self.cc.cwnd();
-        if room {
+        if self.burst_cut {
+            deadline = Some(now);
+        } else if self.has_room() {
             let wake = if stream.has_data(now, self.cfg.payload()) {
                 (self.cfg.pacing && self.next_send_ns > now).then_some(self.next_send_ns)
             } else {
@@ -726,5 +742,65 @@ impl Sender {
             self.timer
                 .arm(events, d.max(now), Target::Sender(self.flow));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::Application;
+    use crate::config::AppConfig;
+    use crate::streams::seeded;
+    use kleinrock_cc::ControllerState;
+
+    /// A controller whose window never closes and which sets no pacing rate.
+    struct Unlimited;
+
+    impl Controller for Unlimited {
+        fn on_ack(&mut self, _now: Instant, _ack: &AckEvent) {}
+        fn on_congestion(&mut self, _now: Instant, _event: &CongestionEvent) {}
+        fn cwnd(&self) -> u64 {
+            u64::MAX / 2
+        }
+        fn state(&self) -> ControllerState {
+            ControllerState::default()
+        }
+    }
+
+    /// An unpaced sender of an endless bulk transfer under [`Unlimited`], bounded to
+    /// `max_in_flight` packets, started at 0; returns the packets of each event at time 0.
+    fn bursts_at_start(max_in_flight: u32) -> Vec<usize> {
+        let cfg = TransportConfig {
+            pacing: false,
+            max_in_flight,
+            ..TransportConfig::default()
+        };
+        let mut sender = Sender::new(0, Box::new(Unlimited), cfg, seeded(1, 0));
+        let mut stream = SendStream::new(Application::new(AppConfig::Bulk { bytes: None }));
+        stream.start(0);
+        let (mut out, mut events) = (Vec::new(), EventQueue::new());
+        sender.start(0, &mut stream, &mut out, &mut events);
+        let mut bursts = vec![out.len()];
+        while let Some((0, Target::Sender(0))) = events.pop() {
+            out.clear();
+            sender.on_timer(0, &mut stream, &mut out, &mut events);
+            bursts.push(out.len());
+        }
+        bursts
+    }
+
+    #[test]
+    fn one_event_sends_a_bounded_burst_and_the_window_bounds_packets_in_flight() {
+        let bursts = bursts_at_start(5_000);
+        // Four full bursts, then the rest of the window; the next event is the PTO, not at 0.
+        assert_eq!(bursts, [1024, 1024, 1024, 1024, 904]);
+    }
+
+    #[test]
+    fn the_default_window_bound_holds_whatever_the_controller_answers() {
+        let bursts = bursts_at_start(TransportConfig::default().max_in_flight);
+        assert!(bursts.iter().all(|&b| b <= MAX_SENDS_PER_EVENT as usize));
+        let sent: usize = bursts.iter().sum();
+        assert_eq!(sent, crate::config::DEFAULT_MAX_IN_FLIGHT as usize);
     }
 }

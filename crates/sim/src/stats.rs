@@ -63,6 +63,43 @@ impl FlowCounters {
     }
 }
 
+/// How many events there were and when the first and the last happened: all a mean distance
+/// between consecutive events needs, in constant space however long the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventSpan {
+    /// Events counted.
+    pub count: u64,
+    /// Time of the first, ns (0 without events).
+    pub first_ns: u64,
+    /// Time of the last, ns (0 without events).
+    pub last_ns: u64,
+}
+
+impl EventSpan {
+    /// Counts an event at `t_ns`.
+    pub fn record(&mut self, t_ns: u64) {
+        self.merge(&EventSpan {
+            count: 1,
+            first_ns: t_ns,
+            last_ns: t_ns,
+        });
+    }
+
+    /// Adds the events of `other`.
+    pub fn merge(&mut self, other: &EventSpan) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = *other;
+            return;
+        }
+        self.count += other.count;
+        self.first_ns = self.first_ns.min(other.first_ns);
+        self.last_ns = self.last_ns.max(other.last_ns);
+    }
+}
+
 /// Everything measured for one flow over the measurement window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlowStats {
@@ -82,8 +119,8 @@ pub struct FlowStats {
     /// One-way queuing delay of each received data packet: its one-way delay minus the
     /// smallest one-way delay of the flow so far, ns.
     pub queuing_delay: Histogram,
-    /// Times of congestion events, ns, for loss-event distances.
-    pub loss_event_times: Vec<u64>,
+    /// Congestion events, for loss-event distances.
+    pub loss_events: EventSpan,
     /// Largest RTT sample over the whole run, ns.
     pub max_rtt_ns: u64,
     /// For a short-flow arrival process: its transfers (the fields above then sum or merge

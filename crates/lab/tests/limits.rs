@@ -1,0 +1,193 @@
+//! Every numeric field has a range that fits the machine, and an error beyond it names the
+//! field and says what is accepted in the user's words (README "Limits"). Values of the wrong
+//! type are described the same way, never by the parser's internal type names.
+
+use kleinrock_lab::dumbbell::Dumbbell;
+use kleinrock_lab::scenario::{parse, ScenarioError, ScenarioSet};
+
+fn load(text: &str) -> Result<ScenarioSet, ScenarioError> {
+    parse(text, "limits.toml", "test", &[])
+}
+
+/// The error of `text`, which must name `field` and contain each of `words`.
+fn refused(text: &str, field: &str, words: &[&str]) {
+    let e = load(text).expect_err("the scenario is refused");
+    assert_eq!(e.field, field, "{e}");
+    for w in words {
+        assert!(e.message.contains(w), "`{w}` not in: {e}");
+    }
+    for internal in ["u32", "u64", "f64", "i64", "LossSpec", "untagged", "enum"] {
+        assert!(
+            !e.message.contains(internal),
+            "internal name `{internal}` in: {e}"
+        );
+    }
+}
+
+/// One Cubic flow over a 10 Mbit/s, 50 ms dumbbell: links `bottleneck` and `return`.
+fn base() -> String {
+    Dumbbell::new("cubic", "10Mbps", "25ms", "1bdp", "10s").to_toml()
+}
+
+/// `text` with `lines` inserted after the first `header` line.
+fn with(text: &str, header: &str, lines: &str) -> String {
+    let at = text.find(header).expect("header present") + header.len();
+    format!("{}\n{}{}", &text[..at], lines, &text[at..])
+}
+
+/// `base()` with `lines` added to its first flow.
+fn flow(lines: &str) -> String {
+    with(&base(), "[[flows]]", lines)
+}
+
+/// `base()` with `lines` added to its first link.
+fn link(lines: &str) -> String {
+    with(&base(), "[[links]]", lines)
+}
+
+#[test]
+fn counts_that_would_exhaust_memory_are_refused_before_anything_is_built() {
+    let words = ["100000000", "a whole number from 1 to 10000"];
+    refused(&flow("count = 100000000"), "flows[0].count", &words);
+    let two = format!(
+        "{}\n{}",
+        flow("count = 6000"),
+        "[[flows]]\ncc = \"cubic\"\npath = [\"bottleneck\"]\nreverse_path = [\"return\"]\ncount = 6000"
+    );
+    refused(&two, "flows[1]", &["at most 10000 flows"]);
+}
+
+#[test]
+fn rates_delays_and_times_have_ranges() {
+    let huge = base().replacen(
+        "rate = \"10Mbps\"",
+        "rate = \"99999999999999999999Gbps\"",
+        1,
+    );
+    refused(
+        &huge,
+        "links[0].rate",
+        &["out of range", "1kbps to 1000Gbps"],
+    );
+    let slow = base().replacen("rate = \"10Mbps\"", "rate = \"10bps\"", 1);
+    refused(&slow, "links[0].rate", &["1kbps to 1000Gbps"]);
+    let far = base().replacen("delay = \"25ms\"", "delay = \"11s\"", 1);
+    refused(&far, "links[0].delay", &["0ns to 10s"]);
+    let long = base().replacen("duration = \"10s\"", "duration = \"900000s\"", 1);
+    refused(&long, "duration", &["0ns to 864000s"]);
+    refused(&flow("start = \"1e9s\""), "flows[0].start", &["864000s"]);
+}
+
+#[test]
+fn sizes_buffers_and_windows_have_ranges() {
+    refused(&flow("size = \"2000000GB\""), "flows[0].size", &["1 B to"]);
+    let big = base().replacen("buffer = \"1bdp\"", "buffer = \"2000000pkt\"", 1);
+    refused(&big, "links[0].buffer", &["from 1 to 1000000"]);
+    let many = base().replacen("buffer = \"1bdp\"", "buffer = \"5000bdp\"", 1);
+    refused(&many, "links[0].buffer", &["at most 1000"]);
+    refused(
+        &flow("max_in_flight = 0"),
+        "flows[0].max_in_flight",
+        &["1 to 16777216"],
+    );
+    let set = load(&flow("max_in_flight = 100")).expect("a window of 100 packets");
+    let kleinrock_lab::scenario::FlowTransport::Reliable { transport, .. } =
+        &set.points[0].flows[0].transport
+    else {
+        panic!("a reliable flow")
+    };
+    assert_eq!(transport.max_in_flight, 100);
+}
+
+#[test]
+fn a_buffer_smaller_than_one_packet_is_refused() {
+    let tiny = base().replacen("buffer = \"1bdp\"", "buffer = \"1000B\"", 1);
+    refused(
+        &tiny,
+        "links[0].buffer",
+        &["less than one 1500-byte packet", "\"1pkt\""],
+    );
+    // ACKs (64 bytes) are the largest packets on the return link.
+    let acks = base().replace("buffer = \"10000pkt\"", "buffer = \"100B\"");
+    load(&acks).expect("a 100-byte buffer holds an ACK");
+}
+
+#[test]
+fn a_path_crosses_each_link_once() {
+    let twice = base().replace(
+        "path = [\"bottleneck\"]",
+        "path = [\"bottleneck\", \"bottleneck\"]",
+    );
+    refused(&twice, "flows[0].path", &["names `bottleneck` twice"]);
+}
+
+#[test]
+fn rate_steps_are_listed_in_time_order() {
+    let steps =
+        "rate_schedule = [{ at = \"5s\", rate = \"20Mbps\" }, { at = \"2s\", rate = \"5Mbps\" }]";
+    refused(
+        &link(steps),
+        "links[0].rate_schedule[1].at",
+        &["2s is not after the previous step (5s)"],
+    );
+}
+
+#[test]
+fn traces_and_sweeps_are_bounded() {
+    let fine = base().replacen(
+        "duration = \"10s\"",
+        "duration = \"600s\"\ntrace_interval = \"1us\"",
+        1,
+    );
+    refused(&fine, "trace_interval", &["trace rows", "at most 10000000"]);
+    let values: Vec<String> = (1..=101).map(|i| format!("\"{i}pkt\"")).collect();
+    let grid = format!(
+        "{}\n[sweep]\n\"links.0.buffer\" = [{v}]\n\"links.1.buffer\" = [{v}]\n",
+        base(),
+        v = values.join(", ")
+    );
+    refused(&grid, "sweep.\"links.1.buffer\"", &["at most 10000 points"]);
+}
+
+#[test]
+fn arrivals_are_bounded() {
+    let arrivals = "arrivals = { size = \"300KB\", interarrival = \"1s\", count = 2000000 }";
+    refused(
+        &flow(arrivals),
+        "flows[0].arrivals.count",
+        &["from 1 to 1000000"],
+    );
+    let fast = "arrivals = { size = \"300KB\", interarrival = \"1ns\" }";
+    refused(&flow(fast), "flows[0].arrivals.interarrival", &["1us to"]);
+}
+
+#[test]
+fn wrong_types_are_described_in_the_users_words() {
+    refused(
+        &flow("packet_size = 4294968796"),
+        "flows[0].packet_size",
+        &["4294968796 is out of range; accepted: a whole number from 41 to 65535"],
+    );
+    let seed = base().replacen("seed = 1", "seed = -1", 1);
+    refused(&seed, "seed", &["a whole number from 0 to"]);
+    refused(
+        &flow("count = \"3\""),
+        "flows[0].count",
+        &["a whole number from 1 to 10000"],
+    );
+    refused(
+        &flow("count = 2.5"),
+        "flows[0].count",
+        &["a whole number from 1 to 10000"],
+    );
+    refused(
+        &link("loss = \"0.01\""),
+        "links[0].loss",
+        &["a probability between 0 and 1", "gilbert-elliott"],
+    );
+    refused(
+        &flow("pacing = \"yes\""),
+        "flows[0].pacing",
+        &["true or false"],
+    );
+}
