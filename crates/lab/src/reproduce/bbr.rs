@@ -72,7 +72,7 @@ fn bdp_bytes(s: &Scenario) -> f64 {
 /// Seconds after the step down within which the queue must be below 0.5 BDP for good. Issue
 /// 14 set 4 s (3 s before): the 10-round BtlBw filter keeps the 20 Mbps sample for about
 /// 1.8 s of backlog-stretched rounds, then v1 drains the cwnd-clamped standing queue only
-/// through its 1 % pacing margin (docs/bbr.md, "Where the paper's claims are not met").
+/// through its 1 % pacing margin (docs/bbr.md, "Where the first criteria were not met").
 pub const STEP_DOWN_DRAIN_S: f64 = 4.0;
 
 /// Figure 5: a bandwidth step 10 -> 20 -> 10 Mbps.
