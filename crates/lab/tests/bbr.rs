@@ -1,7 +1,8 @@
 //! Acceptance of issue 3: the BBR paper's experiments. Each test checks claims of the report
 //! as `kleinrock reproduce bbr` states them (criteria and their sources are in
-//! `kleinrock_lab::reproduce::bbr`); claims the report marks as not holding are explained in
-//! docs/bbr.md and docs/bbr2.md and are not asserted here.
+//! `kleinrock_lab::reproduce::bbr`). Issue 14 settled the criteria of the four claims that the
+//! sources' own constants do not meet as first stated (docs/bbr.md and docs/bbr2.md explain
+//! each); every claim of the report is asserted here.
 
 use kleinrock_lab::reproduce::{bbr, Figure};
 
@@ -14,8 +15,14 @@ fn assert_claims(figure: Result<Figure, String>, keys: &[&str]) {
 const QUIET: &(dyn Fn(&str) + Sync) = &|_| {};
 
 #[test]
-fn fig5_step_up_and_full_link_after_step_down() {
-    assert_claims(bbr::fig5(QUIET), &["step_up", "goodput_after_step_down"]);
+fn fig5_step_up_step_down_drain_and_full_link_after_step_down() {
+    // `step_down_queue`: the queue is below 0.5 BDP for good within
+    // `bbr::STEP_DOWN_DRAIN_S` = 4 s of the drop (issue 14; we measure 3.8 s).
+    assert_eq!(bbr::STEP_DOWN_DRAIN_S, 4.0);
+    assert_claims(
+        bbr::fig5(QUIET),
+        &["step_up", "step_down_queue", "goodput_after_step_down"],
+    );
 }
 
 #[test]
@@ -40,16 +47,40 @@ fn fig10_goodput_under_random_loss() {
 }
 
 #[test]
-fn fig12_cubic_delay_grows_with_the_buffer() {
-    assert_claims(bbr::fig12(QUIET), &["cubic_rtt_grows"]);
+fn fig12_bbr_delay_flat_from_100_packets_and_cubic_delay_grows() {
+    // `bbr_rtt_flat`: BBR's median RTT changes by < 1.5x over 100-400 packets (issue 14; we
+    // measure 1.29x). The 50-packet point is shown and explained in the report, not asserted.
+    assert_eq!(bbr::FIG12_MIN_BUFFER_PACKETS, 100);
+    let figure = bbr::fig12(QUIET);
+    if let Ok(f) = &figure {
+        assert!(
+            f.table.contains("BBR at 50pkt (shown, not asserted)"),
+            "{}",
+            f.table
+        );
+    }
+    assert_claims(figure, &["bbr_rtt_flat", "cubic_rtt_grows"]);
 }
 
 #[test]
-fn policer_is_detected() {
-    assert_claims(bbr::policer(QUIET), &["policer_detected"]);
+fn policer_is_detected_and_the_model_cuts_the_loss() {
+    // `policer_loss`: loss after detection below the loss over the same interval with the
+    // long-term model off (issue 14; we measure 5.83 % against 7.56 %).
+    assert_claims(bbr::policer(QUIET), &["policer_detected", "policer_loss"]);
 }
 
 #[test]
-fn bbr2_alone_has_low_loss_and_delay() {
-    assert_claims(bbr::bbr2(QUIET), &["bbr2_single"]);
+fn bbr2_alone_has_low_loss_and_delay_and_a_pair_shares_fairly() {
+    // `bbr2_fair`: Jain's index >= 0.9 with `down_gain = 0.9`, the PROBE_BW DOWN pacing gain
+    // of draft-ietf-ccwg-bbr and mvfst's Bbr2 (issue 14; we measure 0.9915). The v2alpha
+    // default (0.75, 0.8443) is shown beside it in the report, not asserted.
+    let figure = bbr::bbr2(QUIET);
+    if let Ok(f) = &figure {
+        let fair = f.claims.iter().find(|c| c.key == "bbr2_fair");
+        assert!(
+            fair.is_some_and(|c| c.ours.contains("v2alpha default 0.75")),
+            "{fair:?}"
+        );
+    }
+    assert_claims(figure, &["bbr2_single", "bbr2_fair"]);
 }

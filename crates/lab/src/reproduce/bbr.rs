@@ -5,7 +5,7 @@
 //! quotes the paper and states the criterion.
 
 use super::traces::{self, column, entries, first_not_in_mode, index_at, rate_bps};
-use super::{fmt, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
+use super::{fmt, point_value, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
 use crate::metrics::Summary;
 use crate::report::{num, Table};
 use crate::runner::RunOutput;
@@ -69,6 +69,12 @@ fn bdp_bytes(s: &Scenario) -> f64 {
     s.links[0].rate.bytes_in(s.base_rtt(0))
 }
 
+/// Seconds after the step down within which the queue must be below 0.5 BDP for good. Issue
+/// 14 set 4 s (3 s before): the 10-round BtlBw filter keeps the 20 Mbps sample for about
+/// 1.8 s of backlog-stretched rounds, then v1 drains the cwnd-clamped standing queue only
+/// through its 1 % pacing margin (docs/bbr.md, "Where the first criteria were not met").
+pub const STEP_DOWN_DRAIN_S: f64 = 4.0;
+
 /// Figure 5: a bandwidth step 10 -> 20 -> 10 Mbps.
 pub fn fig5(progress: Progress) -> Result<Figure, String> {
     let (set, outs) = run_embedded("scenarios/bbr/fig5_bandwidth_step.toml", FIG5, progress)?;
@@ -127,9 +133,9 @@ pub fn fig5(progress: Progress) -> Result<Figure, String> {
             Claim::new(
                 "step_down_queue",
                 "after the drop to 10 Mbps the excess queue drains \
-                 (criterion: the queue is below 0.5 BDP for good within 3 s)",
+                 (criterion: the queue is below 0.5 BDP for good within 4 s)",
                 format!("{} s (peak {} BDP)", fmt(down, 2), fmt(peak, 2)),
-                down <= 3.0,
+                down <= STEP_DOWN_DRAIN_S,
             ),
             Claim::new(
                 "goodput_after_step_down",
@@ -417,16 +423,24 @@ pub fn fig12(progress: Progress) -> Result<Figure, String> {
     let (set, outs) = run_embedded("scenarios/bbr/fig12_buffer.toml", FIG12, progress)?;
     let mut table = Table::new(&["buffer", "BBR median RTT ms", "Cubic median RTT ms"]);
     let mut csv = String::from("buffer_packets,bbr_median_rtt_ms,cubic_median_rtt_ms\n");
+    // BBR per buffer: (label, packets, median RTT ms, mean loss rate).
     let mut bbr = Vec::new();
     let mut cubic = Vec::new();
     for (s, o) in set.points.iter().zip(&outs) {
         if s.flows[0].cc_name() == "bbr" {
-            bbr.push((buffer_label(s), median_rtt(&o.summary)));
+            let flows = &o.summary.flows;
+            let loss = flows.iter().map(|f| f.loss_rate).sum::<f64>() / flows.len().max(1) as f64;
+            bbr.push((
+                buffer_label(s),
+                buffer_packets(s),
+                median_rtt(&o.summary),
+                loss,
+            ));
         } else {
             cubic.push(median_rtt(&o.summary));
         }
     }
-    for ((label, b), c) in bbr.iter().zip(&cubic) {
+    for ((label, _, b, _), c) in bbr.iter().zip(&cubic) {
         table.row(vec![label.clone(), fmt(*b, 0), fmt(*c, 0)]);
         csv.push_str(&format!("{},{b},{c}\n", label.trim_end_matches("pkt")));
     }
@@ -435,18 +449,46 @@ pub fn fig12(progress: Progress) -> Result<Figure, String> {
         let min = v.iter().cloned().fold(f64::MAX, f64::min);
         max / min
     };
-    let bbr_values: Vec<f64> = bbr.iter().map(|b| b.1).collect();
-    let (bs, cs) = (spread(&bbr_values), spread(&cubic));
+    // The criterion covers 100-400 packets (issue 14). At 50 packets the buffer is smaller
+    // than the queue eight flows' cwnd floors (4 packets plus a 3-packet allowance each) need
+    // when the BDP is under one packet: it overflows, v1 ignores the loss, and the buffer
+    // size sets the RTT. That point is shown and explained, not asserted (docs/bbr.md).
+    let bbr_all: Vec<f64> = bbr.iter().map(|b| b.2).collect();
+    let bbr_asserted: Vec<f64> = bbr
+        .iter()
+        .filter(|b| b.1.is_some_and(|n| n >= FIG12_MIN_BUFFER_PACKETS))
+        .map(|b| b.2)
+        .collect();
+    let (bs, bs_all, cs) = (spread(&bbr_asserted), spread(&bbr_all), spread(&cubic));
+    let mut rendered = table.render();
+    for (label, _, rtt, loss) in bbr
+        .iter()
+        .filter(|b| b.1.is_some_and(|n| n < FIG12_MIN_BUFFER_PACKETS))
+    {
+        rendered.push_str(&format!(
+            "BBR at {label} (shown, not asserted): {} % loss, median RTT {} ms. Eight flows \
+             at their 4-packet cwnd floor (+3 packets of allowance) need more queue than \
+             {label} holds, so the buffer overflows, and v1 does not react to loss \
+             (docs/bbr.md).\n",
+            fmt(loss * 100.0, 1),
+            fmt(*rtt, 0)
+        ));
+    }
     Ok(Figure {
         id: "Fig. 12".into(),
         title: "steady-state median RTT vs buffer, 8 flows, 128 kbps / 40 ms, 300 s".into(),
-        table: table.render(),
+        table: rendered,
         claims: vec![
             Claim::new(
                 "bbr_rtt_flat",
                 "\"BBR keeps the queue near its minimum, independent of ... buffer size\" \
-                 (criterion: BBR's median RTT changes by < 1.5x across the sweep)",
-                format!("{}x", fmt(bs, 2)),
+                 (criterion: BBR's median RTT changes by < 1.5x over 100-400 packets; the \
+                 50-packet point is shown, not asserted)",
+                format!(
+                    "{}x over 100-400 packets ({}x with 50 packets)",
+                    fmt(bs, 2),
+                    fmt(bs_all, 2)
+                ),
                 bs < 1.5,
             ),
             Claim::new(
@@ -461,6 +503,16 @@ pub fn fig12(progress: Progress) -> Result<Figure, String> {
     })
 }
 
+/// The smallest buffer (packets) of Figure 12's sweep that the BBR criterion covers.
+pub const FIG12_MIN_BUFFER_PACKETS: u64 = 100;
+
+fn buffer_packets(s: &Scenario) -> Option<u64> {
+    match s.links[0].buffer {
+        kleinrock_sim::BufferLimit::Packets(n) => Some(n),
+        kleinrock_sim::BufferLimit::Bytes(_) => None,
+    }
+}
+
 fn buffer_label(s: &Scenario) -> String {
     match s.links[0].buffer {
         kleinrock_sim::BufferLimit::Packets(n) => format!("{n}pkt"),
@@ -470,24 +522,22 @@ fn buffer_label(s: &Scenario) -> String {
 
 /// The token-bucket policer and BBR v1's long-term model.
 pub fn policer(progress: Progress) -> Result<Figure, String> {
+    // The first point runs the long-term model (the default); the second turns it off
+    // (`lt_bw = false`), the baseline the loss after detection is compared with (issue 14).
     let (_, outs) = run_embedded("scenarios/bbr/policer.toml", POLICER, progress)?;
     let out = &outs[0];
     let flow = &trace(out)?.flows[0];
     let engaged = column(flow, "lt_use_bw")?;
-    let sent = column(flow, "sent_packets")?;
-    let lost = column(flow, "lost_packets")?;
     let detect = engaged.iter().position(|&v| v > 0.5);
-    let last = flow.time_s.len() - 1;
-    let loss_between = |i: usize, j: usize| {
-        let s = sent[j] - sent[i];
-        if s > 0.0 {
-            (lost[j] - lost[i]) / s
-        } else {
-            0.0
-        }
-    };
-    let before = detect.map(|i| loss_between(0, i));
-    let after = detect.map(|i| loss_between(i, last));
+    let before = detect.map(|i| loss_between(flow, 0, i)).transpose()?;
+    let after = detect
+        .map(|i| loss_between(flow, i, flow.time_s.len() - 1))
+        .transpose()?;
+    // Without the model, over the same interval: from the time the model engaged to the end.
+    let off = &trace(&outs[1])?.flows[0];
+    let off_after = detect
+        .map(|i| loss_between(off, index_at(off, flow.time_s[i]), off.time_s.len() - 1))
+        .transpose()?;
     let f = &out.summary.flows[0];
     let mut table = Table::new(&["measure", "ours"]);
     table.row(vec![
@@ -501,6 +551,10 @@ pub fn policer(progress: Progress) -> Result<Figure, String> {
     table.row(vec![
         "loss after detection, %".into(),
         num(after.map(|v| v * 100.0), 2),
+    ]);
+    table.row(vec![
+        "same interval, long-term model off (lt_bw = false), %".into(),
+        num(off_after.map(|v| v * 100.0), 2),
     ]);
     table.row(vec![
         "goodput, Mbps (policer 3 Mbps)".into(),
@@ -521,14 +575,33 @@ pub fn policer(progress: Progress) -> Result<Figure, String> {
             Claim::new(
                 "policer_loss",
                 "the model cuts the \"continuous moderate losses\" \
-                 (criterion: loss after detection < 5 %)",
-                format!("{} %", num(after.map(|v| v * 100.0), 2)),
-                after.is_some_and(|v| v < 0.05),
+                 (criterion: loss after detection below the loss over the same interval with \
+                 the long-term model off)",
+                format!(
+                    "{} % with the model, {} % without",
+                    num(after.map(|v| v * 100.0), 2),
+                    num(off_after.map(|v| v * 100.0), 2)
+                ),
+                after.zip(off_after).is_some_and(|(on, off)| on < off),
             ),
         ],
         data: trace_data("policer", out)?,
     })
 }
+
+/// Lost / sent packets of a flow between trace samples `i` and `j` (0 when nothing was sent).
+fn loss_between(flow: &Series, i: usize, j: usize) -> Result<f64, String> {
+    let (sent, lost) = (column(flow, "sent_packets")?, column(flow, "lost_packets")?);
+    let s = sent[j] - sent[i];
+    Ok(if s > 0.0 {
+        (lost[j] - lost[i]) / s
+    } else {
+        0.0
+    })
+}
+
+/// The sweep key of the pair's PROBE_BW DOWN pacing gain (bbr2 parameter `down_gain`).
+const DOWN_GAIN: &str = "flows.0.params.down_gain";
 
 /// BBR v2 alone and in pairs.
 pub fn bbr2(progress: Progress) -> Result<Figure, String> {
@@ -538,8 +611,18 @@ pub fn bbr2(progress: Progress) -> Result<Figure, String> {
     let f = &single[0].summary.flows[0];
     let base_ms = single_set.points[0].base_rtt(0).as_secs_f64() * 1e3;
     let rtt_ratio = f.rtt_mean_ms.unwrap_or(f64::NAN) / base_ms;
-    // The first point runs v2alpha's defaults; the others vary one documented parameter.
-    let jfi = pair[0].summary.jain_index.unwrap_or(0.0);
+    // The first point runs v2alpha's defaults (DOWN gain 0.75, shown); the claim is checked
+    // at DOWN gain 0.9 (issue 14), the value of draft-ietf-ccwg-bbr and of mvfst's Bbr2.cpp
+    // (`kProbeBwDownPacingGain`), the implementation QUIC-DC ran.
+    let jfi_at = |gain: &str| -> Result<f64, String> {
+        for o in &pair {
+            if point_value(&o.summary, DOWN_GAIN)? == gain {
+                return Ok(o.summary.jain_index.unwrap_or(0.0));
+            }
+        }
+        Err(format!("bbr2_pair.toml has no point {DOWN_GAIN}={gain}"))
+    };
+    let (jfi, jfi_default) = (jfi_at("0.9")?, jfi_at("0.75")?);
     let mut table = Table::new(&["run", "goodput Mbps", "loss %", "mean RTT ms", "JFI"]);
     table.row(vec![
         "one flow".into(),
@@ -580,9 +663,14 @@ pub fn bbr2(progress: Progress) -> Result<Figure, String> {
             ),
             Claim::new(
                 "bbr2_fair",
-                "two v2 flows share fairly (criterion: Jain's index >= 0.9 after 20 s, \
-                 v2alpha defaults)",
-                fmt(jfi, 4),
+                "two v2 flows share fairly (criterion: Jain's index >= 0.9 after 20 s with \
+                 PROBE_BW DOWN gain 0.9, the IETF draft's and mvfst's; v2alpha's 0.75 shown \
+                 beside it)",
+                format!(
+                    "{} at down_gain 0.9 (v2alpha default 0.75: {})",
+                    fmt(jfi, 4),
+                    fmt(jfi_default, 4)
+                ),
                 jfi >= 0.9,
             ),
         ],
