@@ -56,6 +56,7 @@ fn scenario(args: &EmulateArgs) -> Result<Scenario, String> {
             &[],
             args.link.as_deref().unwrap_or("10Mbps,50ms,2bdp"),
             "1MB",
+            &[],
         )?,
     };
     match s.flows.first() {

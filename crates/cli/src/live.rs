@@ -42,13 +42,21 @@ pub fn dumbbell_text(cc: &str, link: &str, size: &str) -> Result<String, String>
     .to_toml())
 }
 
-/// [`dumbbell_text`] parsed, with `--param NAME=VALUE` settings of the flow's controller: the
-/// scenario checks (names, units, ranges) apply to the command line.
-pub fn dumbbell(cc: &str, params: &[String], link: &str, size: &str) -> Result<Scenario, String> {
+/// [`dumbbell_text`] parsed, with `--param NAME=VALUE` settings of the flow's controller and
+/// `--set PATH=VALUE` changes: the scenario checks (names, units, ranges) apply to the
+/// command line.
+pub fn dumbbell(
+    cc: &str,
+    params: &[String],
+    link: &str,
+    size: &str,
+    sets: &[String],
+) -> Result<Scenario, String> {
     let text = dumbbell_text(cc, link, size)?;
     let overrides: Vec<String> = params
         .iter()
         .map(|p| format!("flows.0.params.{p}"))
+        .chain(sets.iter().cloned())
         .collect();
     let set = parse(&text, "<command line>", "transfer", &overrides).map_err(|e| e.to_string())?;
     set.points
@@ -77,7 +85,7 @@ pub fn factory(s: &Scenario) -> Result<CcFactory, String> {
 
 /// A controller from `--cc` and `--param`, checked as a scenario's would be.
 pub fn controller(cc: &str, params: &[String]) -> Result<CcFactory, String> {
-    factory(&dumbbell(cc, params, "10Mbps,50ms,2bdp", "1MB")?)
+    factory(&dumbbell(cc, params, "10Mbps,50ms,2bdp", "1MB", &[])?)
 }
 
 /// `--duration` as a duration.

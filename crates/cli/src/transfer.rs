@@ -12,7 +12,8 @@ use crate::live;
 use kleinrock_lab::metrics::{link_metrics, rtt_fields, FlowMetrics, Summary};
 use kleinrock_lab::report::{num, run_tables, Table};
 use kleinrock_lab::runner::{self, check_output_dir, write_atomically, write_file, RunOutput};
-use kleinrock_lab::scenario::{load, FlowTransport, Scenario};
+use kleinrock_lab::scenario::{load, FlowTransport, Scenario, ScenarioSet};
+use kleinrock_lab::sweep;
 use kleinrock_quic::emulator::{self, EmulatorConfig, EmulatorStats};
 use kleinrock_quic::endpoint::{self, ClientOptions, FetchReport, ServeOptions};
 use kleinrock_quic::trace::ProbeRecorder;
@@ -31,6 +32,13 @@ pub struct TransferArgs {
     /// (instead of --cc, --param, --link and --size).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cc", "param", "link", "size"])]
     scenario: Option<PathBuf>,
+    /// With a sweep file: the point to run, from 1, in the order `kleinrock sweep` lists them.
+    #[arg(long, value_name = "N", requires = "scenario")]
+    point: Option<usize>,
+    /// Change one field of the scenario (repeatable), with the paths of `kleinrock run --set`,
+    /// e.g. `--set links.0.buffer=4bdp` or `--set flows.0.size=5MB`.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
     /// Controller, one of `kleinrock list` (default: cubic).
     #[arg(long)]
     cc: Option<String>,
@@ -63,20 +71,41 @@ pub struct TransferArgs {
 /// Loads the scenario of a transfer and checks it has the one flow a transfer can run.
 fn scenario(args: &TransferArgs) -> Result<Scenario, String> {
     let set = match &args.scenario {
-        Some(file) => load(file, &[]).map_err(|e| e.to_string())?,
+        Some(file) => load(file, &args.set).map_err(|e| e.to_string())?,
         None => {
             return checked(live::dumbbell(
                 args.cc.as_deref().unwrap_or("cubic"),
                 &args.param,
                 args.link.as_deref().unwrap_or("10Mbps,50ms,2bdp"),
                 args.size.as_deref().unwrap_or("20MB"),
+                &args.set,
             )?)
         }
     };
-    let [s] = &set.points[..] else {
-        return Err("a transfer runs one scenario, not a sweep".into());
-    };
-    checked(s.clone())
+    checked(pick(set, args.point)?)
+}
+
+/// The point of `set` a transfer runs: its only one, or point `point` (from 1) of a sweep.
+fn pick(set: ScenarioSet, point: Option<usize>) -> Result<Scenario, String> {
+    let n = set.points.len();
+    match point {
+        None if n == 1 => Ok(set.points.into_iter().next().expect("one point")),
+        Some(k) if (1..=n).contains(&k) => Ok(set.points.into_iter().nth(k - 1).expect("k <= n")),
+        _ => {
+            let list: Vec<String> = set
+                .points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("  {}: {}", i + 1, sweep::label(&p.point)))
+                .collect();
+            Err(format!(
+                "--point: `{}` is a sweep of {n} points and a transfer runs one; accepted: \
+                 --point 1 to {n}:\n{}",
+                set.name,
+                list.join("\n")
+            ))
+        }
+    }
 }
 
 /// `s` if it has the one flow a transfer can run.
@@ -87,9 +116,15 @@ fn checked(s: Scenario) -> Result<Scenario, String> {
     if flow.forward.len() != 1 || flow.reverse.len() != 1 {
         return Err("a transfer flow crosses one link each way".into());
     }
-    if !matches!(flow.transport, FlowTransport::Reliable { .. }) || flow.app.total_bytes().is_none()
-    {
-        return Err("a transfer flow is reliable and sized (size = \"20MB\")".into());
+    if !matches!(flow.transport, FlowTransport::Reliable { .. }) {
+        return Err("a transfer flow is reliable, with a controller".into());
+    }
+    if flow.app.total_bytes().is_none() {
+        return Err(
+            "a transfer is a download of a given size, and this flow has none; add one with \
+             --set flows.0.size=20MB"
+                .into(),
+        );
     }
     if flow.arrivals.is_some() || !flow.events.is_empty() || !s.route_changes.is_empty() {
         return Err(
@@ -98,6 +133,7 @@ fn checked(s: Scenario) -> Result<Scenario, String> {
                 .into(),
         );
     }
+    live::factory(&s)?;
     Ok(s)
 }
 
@@ -343,4 +379,62 @@ pub fn run(args: TransferArgs) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// Every scenario file under `dir`, recursively.
+    fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("scenarios/ is readable") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// Why point `point` of `set` (from `file`), a single flow, cannot be a real transfer, if
+    /// it cannot; an unsized flow is given a size first, as its error says.
+    fn transfer_error(file: &Path, set: &ScenarioSet, point: usize) -> Option<String> {
+        let set = match set.points[point - 1].flows[0].app.total_bytes() {
+            Some(_) => set.clone(),
+            None => load(file, &["flows.0.size=5MB".into()]).expect("loads with a size"),
+        };
+        pick(set, Some(point)).and_then(checked).err()
+    }
+
+    #[test]
+    fn every_shipped_single_flow_scenario_is_a_transfer_unless_it_needs_the_simulator() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let mut all = Vec::new();
+        files(&root, &mut all);
+        let simulator_only = ["simulator-only", "needs a transport with subflows"];
+        let mut transfers = 0;
+        for file in all {
+            let set = load(&file, &[]).expect("shipped scenarios load");
+            for (k, s) in set.points.iter().enumerate() {
+                if s.flows.len() != 1 {
+                    continue;
+                }
+                match transfer_error(&file, &set, k + 1) {
+                    None => transfers += 1,
+                    Some(e) => assert!(
+                        simulator_only.iter().any(|w| e.contains(w)),
+                        "{} point {}: {e}",
+                        file.display(),
+                        k + 1
+                    ),
+                }
+            }
+        }
+        assert!(
+            transfers > 100,
+            "only {transfers} shipped points are transfers"
+        );
+    }
 }

@@ -231,12 +231,35 @@ fn transfer_moves_verified_bytes_over_real_quic_and_refuses_a_bad_link() {
         "10Mbps,20ms,2bdp",
         "--size",
         "2MB",
+        "--set",
+        "links.0.buffer=3bdp",
         "--json",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["real"]["flows"][0]["delivered_bytes"], 2_000_000);
+    assert_eq!(v["real"]["overrides"][0][0], "links.0.buffer");
     let o = kleinrock(&["transfer", "--link", "10Mbps,20ms"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("RATE,RTT,BUFFER"));
+}
+
+#[test]
+fn transfer_takes_a_point_of_a_shipped_sweep_and_set_like_run() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/demo.toml");
+    let demo = demo.to_str().unwrap();
+    let o = kleinrock(&["transfer", "--scenario", demo]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--point 1 to 2") && err.contains("2: flows.0.cc=cubic"),
+        "{err}"
+    );
+    let o = kleinrock(&["transfer", "--scenario", demo, "--point", "2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--set flows.0.size=20MB"), "{err}");
+    let o = kleinrock(&["transfer", "--set", "flows.0.packet_size=10"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("flows[0].packet_size"), "{err}");
 }
