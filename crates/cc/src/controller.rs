@@ -4,8 +4,12 @@
 //! Units: windows and byte counts are bytes of packets as sent (headers included, as QUIC
 //! counts bytes in flight); times are [`Instant`]s and [`Duration`]s; rates are [`Rate`]s.
 
-use crate::params::ParamValue;
-use crate::units::{Instant, Rate};
+pub mod params;
+pub mod units;
+
+pub use params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params};
+pub use units::{Instant, Rate};
+
 use std::time::Duration;
 
 /// Delivery-rate state of the connection captured when a packet is sent

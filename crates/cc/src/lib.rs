@@ -4,41 +4,29 @@
 //! real QUIC stack. A controller implements [`Controller`]: time is passed in, nothing reads a
 //! clock, and nothing here knows about sockets or simulator types.
 //!
-//! Shared parts live once: the windowed min/max filter ([`minmax`]), the RTT estimator
-//! ([`rtt`]), the delivery-rate sampler ([`delivery_rate`]), the one-way queuing-delay
-//! estimator ([`owqd`]), the monitor intervals of the rate-based PCC family ([`monitor`]) and
-//! the [`registry`] that builds any controller from a name.
+//! The tree is the architecture:
+//!
+//! - [`controller`] (`controller.rs`, `controller/`): the contract. The [`Controller`] trait,
+//!   the events a transport gives it, its configuration and traced state, the parameters a
+//!   scenario gives it ([`controller::params`]) and the units of every quantity
+//!   ([`controller::units`]).
+//! - [`estimators`]: measurements several controllers or transports take the same way, each
+//!   once: the windowed min/max filter, the RTT estimator, the delivery-rate sampler, the
+//!   one-way queuing-delay estimator, the packet ledger and the monitor intervals of the
+//!   rate-based PCC family.
+//! - [`algorithms`]: one module per algorithm, named after it.
+//! - [`registry`]: every algorithm by name, and the builder that turns a name and a parameter
+//!   table into a running controller or a clear error.
 
-pub mod aimd;
-pub mod bbr;
-pub mod bbr2;
+pub mod algorithms;
 pub mod controller;
-pub mod cubic;
-pub mod delay_fq;
-pub mod delivery_rate;
-pub mod fq_probe;
-pub mod fq_switch;
-pub mod highspeed;
-pub mod htcp;
-pub mod ledger;
-pub mod minmax;
-pub mod monitor;
-pub mod newreno;
-pub mod owqd;
-pub mod params;
-pub mod quic_dc;
+pub mod estimators;
 pub mod registry;
-pub mod rtt;
-pub mod scalable;
-pub mod siad;
-pub mod units;
-pub mod vivace;
-pub mod westwood;
 
 pub use controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
     DeliverySnapshot, OneWayDelaySample, RateSample, SentPacket,
 };
-pub use params::{ParamKind, ParamSpec, ParamValue, Params};
+pub use controller::{Instant, Rate};
+pub use controller::{ParamKind, ParamSpec, ParamValue, Params};
 pub use registry::{build, controllers, BuildError};
-pub use units::{Instant, Rate};

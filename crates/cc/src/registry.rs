@@ -1,10 +1,10 @@
 //! The registry: every controller by name, with its parameters, and a builder that turns a
 //! name plus a parameter table into a running controller or a clear error.
 
+use crate::algorithms::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
+use crate::algorithms::{delay_fq, highspeed, htcp, scalable, vivace};
+use crate::controller::params::{ParamError, ParamReader, ParamSpec, Params};
 use crate::controller::{Controller, ControllerConfig};
-use crate::params::{ParamError, ParamReader, ParamSpec, Params};
-use crate::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
-use crate::{delay_fq, highspeed, htcp, scalable, vivace};
 use std::fmt;
 
 /// Builds a controller from its checked parameters.
@@ -114,7 +114,7 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::ParamValue;
+    use crate::controller::params::ParamValue;
 
     #[test]
     fn unknown_name_lists_known_ones() {

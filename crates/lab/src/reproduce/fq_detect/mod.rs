@@ -233,7 +233,7 @@ pub fn fig4_7(progress: Progress) -> Result<Figure, String> {
 
 /// Times (s) at which the traced `fq_detected` value changes, with the new value.
 fn decisions(series: &Series) -> Result<Vec<(f64, f64)>, String> {
-    let detected = column(series, kleinrock_cc::fq_switch::FQ_DETECTED)?;
+    let detected = column(series, kleinrock_cc::algorithms::fq_switch::FQ_DETECTED)?;
     let mut out: Vec<(f64, f64)> = Vec::new();
     for (t, &v) in series.time_s.iter().zip(detected) {
         if !v.is_nan() && out.last().is_none_or(|l| l.1 != v) {

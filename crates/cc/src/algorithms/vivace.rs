@@ -12,7 +12,7 @@
 //! rate on a fall, immediate PROBING when the RTT exceeds 1.3 x the RTT at the MI's start),
 //! DECISION_MADE until the step direction flips, the amplifier schedule, the change bound
 //! 5 % + 6 % x allowance, the minimum rate 2 Mbit/s and minimum change 0.5 Mbit/s (Mbit =
-//! 2^20 bit). MIs are [`crate::monitor`]'s.
+//! 2^20 bit). MIs are [`crate::estimators::monitor`]'s.
 //!
 //! The latency term is the paper's b x dRTT/dT (not the reference code's 11330 x bytes per
 //! packet x latency inflation), a gradient below 0.01 counting as 0 as in WebRTC's Vivace port
@@ -23,14 +23,16 @@
 //!
 //! Owns [`Vivace`], its parameters [`VivaceParams`] and the registry entry [`INFO`].
 
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::{Instant, Rate};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
     SentPacket,
 };
-use crate::monitor::{interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::estimators::monitor::{
+    interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND,
+};
 use crate::registry::ControllerInfo;
-use crate::units::{Instant, Rate};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -661,10 +663,10 @@ impl Controller for Vivace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::monitor::testing::{sent_packet, Bottleneck, Driver};
-    use crate::params::{ParamValue, Params};
+    use crate::algorithms::westwood::testing::{ack_with_rtt, at, value};
+    use crate::controller::params::{ParamValue, Params};
+    use crate::estimators::monitor::testing::{sent_packet, Bottleneck, Driver};
     use crate::registry;
-    use crate::westwood::testing::{ack_with_rtt, at, value};
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)

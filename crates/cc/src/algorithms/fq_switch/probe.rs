@@ -41,9 +41,9 @@
 //!   that is what makes it lose everything at a full FIFO; with jitter the lag is lost in the
 //!   noise.
 
-use crate::ledger::{Entry, Ledger};
-use crate::monitor::STALE_RTTS;
-use crate::units::{Instant, Rate};
+use crate::controller::units::{Instant, Rate};
+use crate::estimators::ledger::{Entry, Ledger};
+use crate::estimators::monitor::STALE_RTTS;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;

@@ -22,9 +22,9 @@
 //! Owns [`MonitorQueue`], [`MonitorResult`], [`AvgRtt`], [`interval_length`] and
 //! [`RATE_BASED_CWND`].
 
+use crate::controller::units::{Instant, Rate};
 use crate::controller::{AckEvent, CongestionEvent};
-use crate::ledger::{Entry, Ledger};
-use crate::units::{Instant, Rate};
+use crate::estimators::ledger::{Entry, Ledger};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -310,9 +310,9 @@ fn credit(intervals: &mut VecDeque<Interval>, p: Entry<u64>, fate: Fate) {
 /// packet reported when the packets behind it are acknowledged.
 #[cfg(test)]
 pub(crate) mod testing {
+    use crate::algorithms::westwood::testing::{ack_with_rtt, congestion};
+    use crate::controller::units::{Instant, Rate};
     use crate::controller::{CongestionKind, Controller, SentPacket};
-    use crate::units::{Instant, Rate};
-    use crate::westwood::testing::{ack_with_rtt, congestion};
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     use std::time::Duration;
@@ -446,8 +446,8 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::westwood::testing::{ack_with_rtt, at, congestion};
     use crate::controller::CongestionKind;
-    use crate::westwood::testing::{ack_with_rtt, at, congestion};
 
     const PACKET: u64 = 1500;
 

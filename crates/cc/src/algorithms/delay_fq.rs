@@ -9,7 +9,7 @@
 //! the authors' code (CN-TU/PCC-Uspace `src/pcc/pcc_sender.cpp`, modes FIXED_RATE and
 //! VEGAS_LIKE), which settle what the paper leaves open:
 //!
-//! - the rule runs once per monitor interval (MI, [`crate::monitor`]) on the mean of the MI's
+//! - the rule runs once per monitor interval (MI, [`crate::estimators::monitor`]) on the mean of the MI's
 //!   per-ACK RTT samples, and divides the rate by 0.99 (+1.01 %) or by 1.05 (-4.76 %);
 //! - the minimum RTT is the smallest per-ACK sample of the whole connection;
 //! - the slow start is FIXED_RATE with one flow: from 1 Mbit/s, the rate doubles with each
@@ -21,14 +21,16 @@
 //!
 //! Owns [`DelayFq`], its parameters [`DelayFqParams`] and the registry entry [`INFO`].
 
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::{Instant, Rate};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
     SentPacket,
 };
-use crate::monitor::{interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::estimators::monitor::{
+    interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND,
+};
 use crate::registry::ControllerInfo;
-use crate::units::{Instant, Rate};
 use std::time::Duration;
 
 /// Default start rate, 1 Mbit/s (PCC-Uspace `MIN_RATE` = 1e6, flow 1 of the FQ detection).
@@ -316,10 +318,10 @@ impl Controller for DelayFq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::monitor::testing::{fixed, Bottleneck, Driver};
-    use crate::params::{ParamValue, Params};
+    use crate::algorithms::westwood::testing::{ack_with_rtt, at, congestion, value};
+    use crate::controller::params::{ParamValue, Params};
+    use crate::estimators::monitor::testing::{fixed, Bottleneck, Driver};
     use crate::registry;
-    use crate::westwood::testing::{ack_with_rtt, at, congestion, value};
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)

@@ -7,17 +7,17 @@
 //! `min(cwnd, TCP_SCALABLE_AI_CNT)` packets, so one packet per 100 acknowledged once cwnd > 100
 //! packets and Reno's one per window below, and `ssthresh = max(cwnd - cwnd / 8, 2)`
 //! (`tcp_scalable_ssthresh`). The Reno core around it (slow start, recovery periods, persistent
-//! congestion) is [`crate::aimd`], QUIC's form of Linux's.
+//! congestion) is [`crate::algorithms::aimd`], QUIC's form of Linux's.
 //!
 //! `ai_count` is Linux's `TCP_SCALABLE_AI_CNT`: 100 in mainline (a = 0.01 as the paper), 50 in
 //! the Linux 3.5.7 module the SIAD evaluation (seed paper 004 §IV) used. See
 //! `docs/scalable.md` for what 50 means here and every other choice made.
 
-use crate::aimd::{Aimd, AimdRule, Increase};
+use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::Instant;
 use crate::controller::{Controller, ControllerConfig};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
 use crate::registry::ControllerInfo;
-use crate::units::Instant;
 
 /// Default `ai_count`: acknowledged packets per one-packet increase, a = 1/100 (Kelly 2003;
 /// mainline tcp_scalable.c `TCP_SCALABLE_AI_CNT`).
@@ -99,10 +99,10 @@ impl Scalable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::westwood::testing::{ack, at, congestion};
+    use crate::controller::params::{ParamValue, Params};
     use crate::controller::CongestionKind;
-    use crate::params::{ParamValue, Params};
     use crate::registry;
-    use crate::westwood::testing::{ack, at, congestion};
 
     const MSS: u64 = 1500;
 

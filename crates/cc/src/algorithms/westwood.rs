@@ -14,13 +14,13 @@
 //! [`BandwidthEstimator`], and the core that QUIC-DC (`quic_dc`) extends with its delay signal.
 //! See `docs/westwood.md` for the equations and every choice made.
 
+use crate::algorithms::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch};
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::{Instant, Rate};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
 };
-use crate::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
 use crate::registry::ControllerInfo;
-use crate::units::{Instant, Rate};
 use std::time::Duration;
 
 /// Default weight of the old value in both filter stages (tcp_westwood.c `westwood_do_filter`:
@@ -514,7 +514,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::*;
     use super::*;
-    use crate::params::{ParamValue, Params};
+    use crate::controller::params::{ParamValue, Params};
     use crate::registry;
 
     const MSS: u64 = 1500;

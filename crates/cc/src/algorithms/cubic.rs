@@ -11,13 +11,13 @@
 //! max datagram size, `segments_acked` becomes acknowledged bytes), times in seconds as `f64`
 //! inside the window arithmetic only. See `docs/cubic.md` for every choice made.
 
+use crate::algorithms::newreno::{read_open_unit, ssthresh_value, RecoveryEpoch};
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::Instant;
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
 };
-use crate::newreno::{read_open_unit, ssthresh_value, RecoveryEpoch};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
 use crate::registry::ControllerInfo;
-use crate::units::Instant;
 use std::time::Duration;
 
 /// Default multiplicative-decrease factor β_cubic (RFC 9438 §4.6, §5.1).
@@ -547,9 +547,9 @@ impl Controller for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::{ParamValue, Params};
+    use crate::algorithms::westwood::testing;
+    use crate::controller::params::{ParamValue, Params};
     use crate::registry;
-    use crate::westwood::testing;
 
     const MSS: u64 = 1500;
     const RTT: Duration = Duration::from_millis(100);

@@ -4,7 +4,7 @@
 //!
 //! Sources: seed paper 000 (QUIC Delay Control), §3: RTT = T_p + T_q (eq. (1)-(2)), one-way
 //! delay OWD_i = t_r,i - t_s,i (eq. (3)), its variation OWDV_i (eq. (4)), the one-way queuing
-//! delay OWQD_i = OWQD_i-1 + OWDV_i (eq. (5), in `crate::owqd`), the delay congestion event
+//! delay OWQD_i = OWQD_i-1 + OWDV_i (eq. (5), in `crate::estimators::owqd`), the delay congestion event
 //! OWQD >= tau (eq. (6)), the reaction of Westwood+ after 3 duplicate ACKs, cwnd = BWE x RTT_min,
 //! and a faster BWE low-pass filter (eq. (7), symbols lost in the seed text); §5: tau as a
 //! fraction (10/20/50/80 %) of the bottleneck buffer in time. ALGORITHMS.md §8.2-§8.4 and §8.7
@@ -13,17 +13,17 @@
 //! 0.2), OWQD clamped at 0 and reset to 0 after a delay reaction and on every loss callback,
 //! the delay check on every ACK, ACKs of packets sent before the last loss reduction ignored
 //! for growth and BWE, persistent congestion to the minimum window. The Westwood+ part is
-//! `crate::westwood` (Linux `tcp_westwood.c`).
+//! `crate::algorithms::westwood` (Linux `tcp_westwood.c`).
 //!
 //! This module owns [`QuicDc`] and its [`Signal`]; it registers `quic_dc` and `rtt_dc`. See
 //! `docs/quic_dc.md` for the equations and every choice made.
 
+use crate::algorithms::westwood::{read_old_weight, WestwoodCore};
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::{duration_nanos, Instant};
 use crate::controller::{AckEvent, CongestionEvent, Controller, ControllerConfig, ControllerState};
-use crate::owqd::OwqdEstimator;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::estimators::owqd::OwqdEstimator;
 use crate::registry::ControllerInfo;
-use crate::units::{duration_nanos, Instant};
-use crate::westwood::{read_old_weight, WestwoodCore};
 use std::time::Duration;
 
 /// Default filter old weight: the authors' experiment-era mvfst code, 2/8 (ALGORITHMS.md §8.2).
@@ -369,10 +369,10 @@ impl Controller for QuicDc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::westwood::testing::*;
+    use crate::controller::params::{ParamValue, Params};
     use crate::controller::CongestionKind;
-    use crate::params::{ParamValue, Params};
     use crate::registry;
-    use crate::westwood::testing::*;
 
     const MSS: u64 = 1500;
 

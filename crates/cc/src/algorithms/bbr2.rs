@@ -16,14 +16,14 @@
 //! See `docs/bbr2.md` for the model, the constants and every choice made where the sources
 //! leave room.
 
+use crate::algorithms::newreno::RecoveryEpoch;
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::{duration_nanos, Instant, Rate};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
     SentPacket,
 };
-use crate::newreno::RecoveryEpoch;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
 use crate::registry::ControllerInfo;
-use crate::units::{duration_nanos, Instant, Rate};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -1674,9 +1674,9 @@ fn bytes_value(v: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::params::{ParamValue, Params};
     use crate::controller::{DeliverySnapshot, RateSample};
-    use crate::delivery_rate::DeliveryRateSampler;
-    use crate::params::{ParamValue, Params};
+    use crate::estimators::delivery_rate::DeliveryRateSampler;
     use crate::registry;
 
     const MSS: u64 = 1500;

@@ -8,7 +8,7 @@
 //!
 //! [`NewReno`] is [`Aimd`] with Reno's rule ([`RenoRule`]): the window machinery (initial
 //! window, slow start, recovery periods, persistent congestion, application-limited ACKs,
-//! tracing) is [`crate::aimd`]; the rule supplies congestion avoidance, one MSS per window
+//! tracing) is [`crate::algorithms::aimd`]; the rule supplies congestion avoidance, one MSS per window
 //! acknowledged (RFC 9002 §7.3.3, RFC 5681 §3.1 eq. (3)), and the reduction
 //! `ssthresh = cwnd * beta` (RFC 9002 §7.3.2).
 //!
@@ -18,11 +18,11 @@
 //! between 0 and 1) and `ssthresh_value` (the traced threshold). See `docs/newreno.md` for the
 //! equations and every choice made.
 
-use crate::aimd::{Aimd, AimdRule, Increase};
+use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::Instant;
 use crate::controller::{Controller, ControllerConfig};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
 use crate::registry::ControllerInfo;
-use crate::units::Instant;
 
 /// Default multiplicative-decrease factor (RFC 9002 §7.3.2 `kLossReductionFactor`).
 pub const DEFAULT_BETA: f64 = 0.5;
@@ -256,8 +256,8 @@ pub(crate) fn ssthresh_value(ssthresh: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::params::{ParamValue, Params};
     use crate::controller::{AckEvent, CongestionEvent, CongestionKind};
-    use crate::params::{ParamValue, Params};
     use crate::registry;
     use std::time::Duration;
 

@@ -13,17 +13,17 @@
 //! smoothed throughput Bi and its maximum maxB), `htcp_state` (Δ restarts when a congestion
 //! event starts and again when the sender is back in the Open state) and
 //! `htcp_recalc_ssthresh` (ssthresh = max(β cwnd, 2)). The Reno core around it (slow start,
-//! recovery periods, persistent congestion) is [`crate::aimd`], QUIC's form of Linux's.
+//! recovery periods, persistent congestion) is [`crate::algorithms::aimd`], QUIC's form of Linux's.
 //!
 //! Units: windows and throughput counts in bytes, times as [`Duration`]s, α in packets per
 //! RTT, kept x 128 for the increase as Linux keeps it. See `docs/htcp.md` for every choice
 //! made.
 
-use crate::aimd::{Aimd, AimdRule, Increase};
+use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::{Instant, Rate};
 use crate::controller::{AckEvent, Controller, ControllerConfig};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
 use crate::registry::ControllerInfo;
-use crate::units::{Instant, Rate};
 use std::time::Duration;
 
 /// Δ_L: the low-speed period after a congestion event (Leith & Shorten 2004; tcp_htcp.c HZ).
@@ -365,10 +365,10 @@ impl Htcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithms::westwood::testing::{ack, at, congestion, value};
+    use crate::controller::params::{ParamValue, Params};
     use crate::controller::CongestionKind;
-    use crate::params::{ParamValue, Params};
     use crate::registry;
-    use crate::westwood::testing::{ack, at, congestion, value};
 
     const MSS: u64 = 1500;
 

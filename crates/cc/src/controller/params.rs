@@ -1,7 +1,7 @@
 //! Controller parameters: the values a scenario gives, the specification each controller
 //! publishes (name, kind, default, meaning), and a reader that checks one against the other.
 
-use crate::units::parse_duration;
+use crate::controller::units::parse_duration;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;

@@ -17,14 +17,14 @@
 //!
 //! This module owns [`Bbr`], its parameters [`BbrParams`] and the registry entry [`INFO`].
 
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::controller::units::{Instant, Rate};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
     RateSample, SentPacket,
 };
-use crate::minmax::WindowedMax;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
+use crate::estimators::minmax::WindowedMax;
 use crate::registry::ControllerInfo;
-use crate::units::{Instant, Rate};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -1002,12 +1002,12 @@ fn flag(b: bool) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::params::{ParamValue, Params};
+    use crate::controller::units::duration_nanos;
     use crate::controller::DeliverySnapshot;
-    use crate::delivery_rate::DeliveryRateSampler;
-    use crate::params::{ParamValue, Params};
+    use crate::estimators::delivery_rate::DeliveryRateSampler;
+    use crate::estimators::rtt::RttEstimator;
     use crate::registry;
-    use crate::rtt::RttEstimator;
-    use crate::units::duration_nanos;
     use std::collections::VecDeque;
 
     const MSS: u64 = 1500;

@@ -13,13 +13,13 @@
 //! transport gives one ACK event per ACK; a recovery period (RFC 9002 §7.3.2) stands in for
 //! Linux's Recovery/CWR states, in which the module is not called.
 
+use crate::algorithms::newreno::RecoveryEpoch;
+use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue};
+use crate::controller::units::Instant;
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
 };
-use crate::newreno::RecoveryEpoch;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue};
 use crate::registry::ControllerInfo;
-use crate::units::Instant;
 use std::time::Duration;
 
 /// Default number of RTTs per congestion epoch (`NUM_RTT` of tcp_siad.c).
@@ -588,7 +588,7 @@ impl Controller for Siad {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::westwood::testing::{self, at};
+    use crate::algorithms::westwood::testing::{self, at};
 
     const MSS: u64 = 1500;
     const MIN_RTT: Duration = Duration::from_millis(100);
@@ -822,7 +822,7 @@ mod tests {
 
     #[test]
     fn registry_builds_siad_and_rejects_a_bad_num_rtt() {
-        let mut params = crate::params::Params::new();
+        let mut params = crate::controller::params::Params::new();
         params.insert("num_rtt".into(), ParamValue::Number(1.0));
         let e = crate::registry::build("siad", &params, &config())
             .err()

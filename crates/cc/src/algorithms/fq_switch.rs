@@ -2,7 +2,7 @@
 //! controller if the bottleneck is a fair queue and to another if not.
 //!
 //! Source: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion
-//! Control" (seed paper 001), §III: the start-up probe ([`crate::fq_probe`]), then "if FQ is
+//! Control" (seed paper 001), §III: the start-up probe ([`crate::algorithms::fq_switch::probe`]), then "if FQ is
 //! used change to a delay-based CCA or revert to a loss-based CCA otherwise" (§III step 2),
 //! by default the paper's pair: `delay_fq` (§III-B) and the loss-based PCC, `pcc` (§III-C: "we
 //! use the algorithm PCC"; the reference code falls back to its loss-only utility,
@@ -26,15 +26,19 @@
 //! from there; the running controller pauses meanwhile. If the decision is the same it
 //! resumes; otherwise the other controller takes over as above.
 
+pub mod probe;
+
+use crate::controller::params::{
+    ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params,
+};
+use crate::controller::units::{Instant, Rate};
 use crate::controller::SentPacket;
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
 };
-use crate::fq_probe::{Outcome, Probe, ProbeConfig};
-use crate::monitor::RATE_BASED_CWND;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params};
+use crate::estimators::monitor::RATE_BASED_CWND;
 use crate::registry::{self, ControllerInfo};
-use crate::units::{Instant, Rate};
+use probe::{Outcome, Probe, ProbeConfig};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 

@@ -13,12 +13,12 @@
 //!
 //! Owns [`Aimd`] (the controller around a rule), [`AimdRule`] and [`Increase`].
 
+use crate::algorithms::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch, INFINITE};
+use crate::controller::units::Instant;
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
     SentPacket,
 };
-use crate::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch, INFINITE};
-use crate::units::Instant;
 
 /// A congestion-avoidance increase: `packets` MSS for every `per_bytes` bytes acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,7 +181,7 @@ impl<R: AimdRule> Controller for Aimd<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::westwood::testing::{ack, at, congestion};
+    use crate::algorithms::westwood::testing::{ack, at, congestion};
 
     /// A rule that records which hook the skeleton called and when: 3 MSS per 10 MSS
     /// acknowledged (one MSS per 5000 bytes), and a reduction to a quarter of the window.
