@@ -4,9 +4,11 @@
 //! Units: windows and byte counts are bytes of packets as sent (headers included, as QUIC
 //! counts bytes in flight); times are [`Instant`]s and [`Duration`]s; rates are [`Rate`]s.
 
+pub mod info;
 pub mod params;
 pub mod units;
 
+pub use info::{BuildFn, ControllerInfo};
 pub use params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params};
 pub use units::{Instant, Rate};
 

@@ -24,9 +24,8 @@ pub mod estimators;
 pub mod registry;
 
 pub use controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    DeliverySnapshot, OneWayDelaySample, RateSample, SentPacket,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, DeliverySnapshot, Instant, OneWayDelaySample, ParamKind, ParamSpec,
+    ParamValue, Params, Rate, RateSample, SentPacket,
 };
-pub use controller::{Instant, Rate};
-pub use controller::{ParamKind, ParamSpec, ParamValue, Params};
 pub use registry::{build, controllers, BuildError};

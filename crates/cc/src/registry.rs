@@ -3,34 +3,8 @@
 
 use crate::algorithms::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
 use crate::algorithms::{delay_fq, highspeed, htcp, scalable, vivace};
-use crate::controller::params::{ParamError, ParamReader, ParamSpec, Params};
-use crate::controller::{Controller, ControllerConfig};
+use crate::controller::{Controller, ControllerConfig, ControllerInfo, ParamError, Params};
 use std::fmt;
-
-/// Builds a controller from its checked parameters.
-pub type BuildFn = fn(&ParamReader, &ControllerConfig) -> Result<Box<dyn Controller>, ParamError>;
-
-/// One registered controller.
-pub struct ControllerInfo {
-    /// Name used in scenarios and on the command line.
-    pub name: &'static str,
-    /// One line: what it is and its source.
-    pub summary: &'static str,
-    /// Parameters it accepts.
-    pub params: &'static [ParamSpec],
-    /// It uses receiver timestamps when the transport has them: one-way delay
-    /// ([`crate::AckEvent::one_way_delay`]) or the receiver's ACK delay
-    /// ([`crate::AckEvent::ack_delay`]), and falls back to the raw RTT without them.
-    pub one_way_delay: bool,
-    /// Parameters a scenario may change during a run (a flow's `events`, as a socket option
-    /// would), given to [`crate::Controller::set_param`].
-    pub runtime_params: &'static [&'static str],
-    /// It needs a transport with subflows (it asks for extra ones through
-    /// [`crate::Controller::extra_subflows`]); the real datapath has none.
-    pub subflows: bool,
-    /// Constructor.
-    pub build: BuildFn,
-}
 
 /// Why a controller could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,14 +81,13 @@ pub fn build(
         name: name.to_string(),
         known: controllers().iter().map(|c| c.name).collect(),
     })?;
-    let reader = ParamReader::new(params, info.params).map_err(BuildError::Param)?;
-    (info.build)(&reader, config).map_err(BuildError::Param)
+    info.instantiate(params, config).map_err(BuildError::Param)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::params::ParamValue;
+    use crate::controller::ParamValue;
 
     #[test]
     fn unknown_name_lists_known_ones() {

@@ -14,10 +14,9 @@
 //! Owns [`Aimd`] (the controller around a rule), [`AimdRule`] and [`Increase`].
 
 use crate::algorithms::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch, INFINITE};
-use crate::controller::units::Instant;
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    SentPacket,
+    Instant, SentPacket,
 };
 
 /// A congestion-avoidance increase: `packets` MSS for every `per_bytes` bytes acknowledged.

@@ -17,14 +17,12 @@
 //!
 //! This module owns [`Bbr`], its parameters [`BbrParams`] and the registry entry [`INFO`].
 
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::{Instant, Rate};
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    RateSample, SentPacket,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate, RateSample,
+    SentPacket,
 };
 use crate::estimators::minmax::WindowedMax;
-use crate::registry::ControllerInfo;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -1002,12 +1000,10 @@ fn flag(b: bool) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::params::{ParamValue, Params};
     use crate::controller::units::duration_nanos;
-    use crate::controller::DeliverySnapshot;
+    use crate::controller::{DeliverySnapshot, ParamValue, Params};
     use crate::estimators::delivery_rate::DeliveryRateSampler;
     use crate::estimators::rtt::RttEstimator;
-    use crate::registry;
     use std::collections::VecDeque;
 
     const MSS: u64 = 1500;
@@ -2230,8 +2226,8 @@ mod tests {
     }
 
     #[test]
-    fn registry_builds_with_defaults_and_rejects_bad_parameters() {
-        let c = registry::build("bbr", &Params::new(), &config(0)).unwrap();
+    fn info_builds_with_defaults_and_rejects_bad_parameters() {
+        let c = INFO.instantiate(&Params::new(), &config(0)).unwrap();
         assert_eq!(c.cwnd(), 10 * MSS);
         assert!(c.pacing_rate().is_some());
         assert_eq!(c.state().mode, "startup");
@@ -2271,9 +2267,7 @@ mod tests {
         for (name, value) in bad {
             let mut p = Params::new();
             p.insert(name.into(), value.clone());
-            let e = registry::build("bbr", &p, &config(0))
-                .err()
-                .expect("rejected");
+            let e = INFO.instantiate(&p, &config(0)).err().expect("rejected");
             assert!(e.to_string().contains(name), "{name} = {value}: {e}");
         }
     }

@@ -17,13 +17,11 @@
 //! leave room.
 
 use crate::algorithms::newreno::RecoveryEpoch;
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::{duration_nanos, Instant, Rate};
+use crate::controller::units::duration_nanos;
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    SentPacket,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate, SentPacket,
 };
-use crate::registry::ControllerInfo;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -1674,10 +1672,8 @@ fn bytes_value(v: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::params::{ParamValue, Params};
-    use crate::controller::{DeliverySnapshot, RateSample};
+    use crate::controller::{DeliverySnapshot, ParamValue, Params, RateSample};
     use crate::estimators::delivery_rate::DeliveryRateSampler;
-    use crate::registry;
 
     const MSS: u64 = 1500;
 
@@ -2615,8 +2611,8 @@ mod tests {
     }
 
     #[test]
-    fn registry_builds_with_defaults_and_rejects_bad_parameters() {
-        let mut c = registry::build("bbr2", &Params::new(), &config(1)).unwrap();
+    fn info_builds_with_defaults_and_rejects_bad_parameters() {
+        let mut c = INFO.instantiate(&Params::new(), &config(1)).unwrap();
         assert_eq!(c.cwnd(), 10 * MSS);
         // Initial pacing: high_gain x initial window / 1 ms nominal RTT, 1 % margin.
         let pacing = c.pacing_rate().expect("BBR paces").bytes_per_sec();
@@ -2653,7 +2649,7 @@ mod tests {
         p.insert("ecn".into(), ParamValue::Bool(true));
         p.insert("probe_rtt_interval".into(), ParamValue::Text("10s".into()));
         p.insert("full_loss_cnt".into(), ParamValue::Number(0.0));
-        assert!(registry::build("bbr2", &p, &config(1)).is_ok());
+        assert!(INFO.instantiate(&p, &config(1)).is_ok());
 
         let bad = [
             ("loss_thresh", ParamValue::Number(0.0)),
@@ -2683,7 +2679,7 @@ mod tests {
         for (name, v) in bad {
             let mut p = Params::new();
             p.insert(name.into(), v.clone());
-            let e = registry::build("bbr2", &p, &config(1)).err();
+            let e = INFO.instantiate(&p, &config(1)).err();
             let e = e.unwrap_or_else(|| panic!("{name} = {v} accepted"));
             assert!(e.to_string().contains(name), "{e}");
         }

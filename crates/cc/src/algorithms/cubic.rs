@@ -12,12 +12,10 @@
 //! inside the window arithmetic only. See `docs/cubic.md` for every choice made.
 
 use crate::algorithms::newreno::{read_open_unit, ssthresh_value, RecoveryEpoch};
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::Instant;
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec,
 };
-use crate::registry::ControllerInfo;
 use std::time::Duration;
 
 /// Default multiplicative-decrease factor β_cubic (RFC 9438 §4.6, §5.1).
@@ -548,8 +546,7 @@ impl Controller for Cubic {
 mod tests {
     use super::*;
     use crate::algorithms::westwood::testing;
-    use crate::controller::params::{ParamValue, Params};
-    use crate::registry;
+    use crate::controller::{ParamValue, Params};
 
     const MSS: u64 = 1500;
     const RTT: Duration = Duration::from_millis(100);
@@ -1059,7 +1056,7 @@ mod tests {
     }
 
     #[test]
-    fn state_and_registry() {
+    fn state_and_info() {
         let c = Cubic::new(&config(10), CubicParams::default());
         let s = c.state();
         assert_eq!(s.mode, "slow_start");
@@ -1079,7 +1076,7 @@ mod tests {
         let mut p = Params::new();
         p.insert("beta".into(), ParamValue::Number(0.5));
         p.insert("hystart".into(), ParamValue::Bool(true));
-        let mut b = registry::build("cubic", &p, &config(10)).unwrap();
+        let mut b = INFO.instantiate(&p, &config(10)).unwrap();
         b.on_congestion(secs(1.0), &c_loss(secs(0.9)));
         assert_eq!(b.cwnd(), 5 * MSS);
         for (name, bad) in [
@@ -1090,7 +1087,7 @@ mod tests {
         ] {
             let mut p = Params::new();
             p.insert(name.into(), bad);
-            let e = registry::build("cubic", &p, &config(10)).err().unwrap();
+            let e = INFO.instantiate(&p, &config(10)).err().unwrap();
             assert!(e.to_string().contains(name), "{e}");
         }
     }

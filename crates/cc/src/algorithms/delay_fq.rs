@@ -21,16 +21,13 @@
 //!
 //! Owns [`DelayFq`], its parameters [`DelayFqParams`] and the registry entry [`INFO`].
 
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::{Instant, Rate};
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    SentPacket,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate, SentPacket,
 };
 use crate::estimators::monitor::{
     interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND,
 };
-use crate::registry::ControllerInfo;
 use std::time::Duration;
 
 /// Default start rate, 1 Mbit/s (PCC-Uspace `MIN_RATE` = 1e6, flow 1 of the FQ detection).
@@ -319,9 +316,8 @@ impl Controller for DelayFq {
 mod tests {
     use super::*;
     use crate::algorithms::westwood::testing::{ack_with_rtt, at, congestion, value};
-    use crate::controller::params::{ParamValue, Params};
+    use crate::controller::{ParamValue, Params};
     use crate::estimators::monitor::testing::{fixed, Bottleneck, Driver};
-    use crate::registry;
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
@@ -530,13 +526,13 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_and_checks_the_parameters() {
+    fn info_reads_and_checks_the_parameters() {
         let mut p = Params::new();
         p.insert("start_rate_bps".into(), ParamValue::Number(2e6));
         p.insert("threshold".into(), ParamValue::Text("10ms".into()));
         p.insert("increase_divisor".into(), ParamValue::Number(0.98));
         p.insert("decrease_divisor".into(), ParamValue::Number(1.1));
-        let c = registry::build("delay_fq", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.pacing_rate(), Some(Rate::from_bits_per_sec(2e6)));
         for (name, bad) in [
             ("start_rate_bps", 0.0),
@@ -545,7 +541,7 @@ mod tests {
         ] {
             let mut p = Params::new();
             p.insert(name.into(), ParamValue::Number(bad));
-            let e = registry::build("delay_fq", &p, &ControllerConfig::default()).err();
+            let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
             assert!(e.unwrap().to_string().contains(name));
         }
     }

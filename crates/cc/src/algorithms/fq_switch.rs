@@ -28,16 +28,13 @@
 
 pub mod probe;
 
-use crate::controller::params::{
-    ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params,
-};
-use crate::controller::units::{Instant, Rate};
-use crate::controller::SentPacket;
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params,
+    Rate, SentPacket,
 };
 use crate::estimators::monitor::RATE_BASED_CWND;
-use crate::registry::{self, ControllerInfo};
+use crate::registry;
 use probe::{Outcome, Probe, ProbeConfig};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;

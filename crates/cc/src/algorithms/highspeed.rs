@@ -13,10 +13,9 @@
 //! max datagram size. See `docs/highspeed.md` for every choice made.
 
 use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
-use crate::controller::params::{ParamError, ParamReader, ParamSpec};
-use crate::controller::units::Instant;
-use crate::controller::{Controller, ControllerConfig};
-use crate::registry::ControllerInfo;
+use crate::controller::{
+    Controller, ControllerConfig, ControllerInfo, Instant, ParamError, ParamReader, ParamSpec,
+};
 
 /// Linux `hstcp_aimd_vals` (RFC 3649 Appendix B): per row, the largest window in packets the
 /// row covers and b(w) x 256. Row `i` increases by `i + 1` packets per RTT.
@@ -180,9 +179,7 @@ impl HighSpeed {
 mod tests {
     use super::*;
     use crate::algorithms::westwood::testing::{ack, at, congestion, value};
-    use crate::controller::params::{ParamValue, Params};
-    use crate::controller::CongestionKind;
-    use crate::registry;
+    use crate::controller::{CongestionKind, ParamValue, Params};
 
     const MSS: u64 = 1500;
 
@@ -311,12 +308,12 @@ mod tests {
     }
 
     #[test]
-    fn registry_builds_it_without_parameters() {
-        let c = registry::build("highspeed", &Params::new(), &ControllerConfig::default());
+    fn info_builds_it_without_parameters() {
+        let c = INFO.instantiate(&Params::new(), &ControllerConfig::default());
         assert_eq!(c.unwrap().cwnd(), packets(10));
         let mut p = Params::new();
         p.insert("beta".into(), ParamValue::Number(0.5));
-        let e = registry::build("highspeed", &p, &ControllerConfig::default()).err();
+        let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
         assert!(e.unwrap().to_string().contains("takes none"));
     }
 }

@@ -20,10 +20,10 @@
 //! made.
 
 use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::{Instant, Rate};
-use crate::controller::{AckEvent, Controller, ControllerConfig};
-use crate::registry::ControllerInfo;
+use crate::controller::{
+    AckEvent, Controller, ControllerConfig, ControllerInfo, Instant, ParamError, ParamKind,
+    ParamReader, ParamSpec, Rate,
+};
 use std::time::Duration;
 
 /// Δ_L: the low-speed period after a congestion event (Leith & Shorten 2004; tcp_htcp.c HZ).
@@ -366,9 +366,7 @@ impl Htcp {
 mod tests {
     use super::*;
     use crate::algorithms::westwood::testing::{ack, at, congestion, value};
-    use crate::controller::params::{ParamValue, Params};
-    use crate::controller::CongestionKind;
-    use crate::registry;
+    use crate::controller::{CongestionKind, ParamValue, Params};
 
     const MSS: u64 = 1500;
 
@@ -543,14 +541,14 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_both_switches() {
+    fn info_reads_both_switches() {
         let mut p = Params::new();
         p.insert("rtt_scaling".into(), ParamValue::Bool(false));
         p.insert("bandwidth_switch".into(), ParamValue::Bool(false));
-        let c = registry::build("htcp", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.cwnd(), 10 * MSS);
         p.insert("rtt_scaling".into(), ParamValue::Number(1.0));
-        let e = registry::build("htcp", &p, &ControllerConfig::default()).err();
+        let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
         assert!(e.unwrap().to_string().contains("rtt_scaling"));
     }
 }

@@ -19,10 +19,10 @@
 //! equations and every choice made.
 
 use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::Instant;
-use crate::controller::{Controller, ControllerConfig};
-use crate::registry::ControllerInfo;
+use crate::controller::{
+    Controller, ControllerConfig, ControllerInfo, Instant, ParamError, ParamKind, ParamReader,
+    ParamSpec,
+};
 
 /// Default multiplicative-decrease factor (RFC 9002 §7.3.2 `kLossReductionFactor`).
 pub const DEFAULT_BETA: f64 = 0.5;
@@ -256,9 +256,7 @@ pub(crate) fn ssthresh_value(ssthresh: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::params::{ParamValue, Params};
-    use crate::controller::{AckEvent, CongestionEvent, CongestionKind};
-    use crate::registry;
+    use crate::controller::{AckEvent, CongestionEvent, CongestionKind, ParamValue, Params};
     use std::time::Duration;
 
     const MSS: u64 = 1500;
@@ -502,11 +500,11 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_and_checks_parameters() {
+    fn info_reads_and_checks_parameters() {
         let mut p = Params::new();
         p.insert("beta".into(), ParamValue::Number(0.7));
         p.insert("initial_window".into(), ParamValue::Number(4.0));
-        let mut c = registry::build("newreno", &p, &config()).unwrap();
+        let mut c = INFO.instantiate(&p, &config()).unwrap();
         assert_eq!(c.cwnd(), 4 * MSS);
         c.on_congestion(at(100), &loss(at(50)));
         assert_eq!(c.cwnd(), 4200);
@@ -519,7 +517,7 @@ mod tests {
         ] {
             let mut p = Params::new();
             p.insert(name.into(), ParamValue::Number(bad));
-            let e = registry::build("newreno", &p, &config()).err().unwrap();
+            let e = INFO.instantiate(&p, &config()).err().unwrap();
             assert!(e.to_string().contains(name), "{e}");
         }
     }

@@ -19,11 +19,12 @@
 //! `docs/quic_dc.md` for the equations and every choice made.
 
 use crate::algorithms::westwood::{read_old_weight, WestwoodCore};
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::{duration_nanos, Instant};
-use crate::controller::{AckEvent, CongestionEvent, Controller, ControllerConfig, ControllerState};
+use crate::controller::units::duration_nanos;
+use crate::controller::{
+    AckEvent, CongestionEvent, Controller, ControllerConfig, ControllerInfo, ControllerState,
+    Instant, ParamError, ParamKind, ParamReader, ParamSpec,
+};
 use crate::estimators::owqd::OwqdEstimator;
-use crate::registry::ControllerInfo;
 use std::time::Duration;
 
 /// Default filter old weight: the authors' experiment-era mvfst code, 2/8 (ALGORITHMS.md §8.2).
@@ -370,9 +371,7 @@ impl Controller for QuicDc {
 mod tests {
     use super::*;
     use crate::algorithms::westwood::testing::*;
-    use crate::controller::params::{ParamValue, Params};
-    use crate::controller::CongestionKind;
-    use crate::registry;
+    use crate::controller::{CongestionKind, ParamValue, Params};
 
     const MSS: u64 = 1500;
 
@@ -509,7 +508,8 @@ mod tests {
     fn default_filter_is_the_authors_quarter_weight() {
         // ALGORITHMS.md §8.2: old weight 0.25 in both stages; raw samples 0.8, 1.6, 0.8 MB/s
         // give 0.8, 1.25, 1.025 MB/s (hand-computed; floating point, 1e-9 relative).
-        let mut c = registry::build("quic_dc", &Params::new(), &ControllerConfig::default())
+        let mut c = INFO
+            .instantiate(&Params::new(), &ControllerConfig::default())
             .expect("default build");
         let size = |t: u64| [800, 1600, 800, 800][((t - 50) / 51) as usize];
         ack_every_ms(c.as_mut(), 50, 100, 50, size);
@@ -625,29 +625,31 @@ mod tests {
     }
 
     fn build_named(
-        name: &str,
+        info: &ControllerInfo,
         params: &[(&str, ParamValue)],
     ) -> Result<Box<dyn Controller>, String> {
         let p: Params = params
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
-        registry::build(name, &p, &ControllerConfig::default()).map_err(|e| e.to_string())
+        info.instantiate(&p, &ControllerConfig::default())
+            .map_err(|e| e.to_string())
     }
 
     #[test]
     fn tau_parameters() {
         let ms = |t: &str| ParamValue::Text(t.to_string());
         let num = ParamValue::Number;
-        for name in ["quic_dc", "rtt_dc"] {
+        for info in [&INFO, &RTT_DC_INFO] {
+            let name = info.name;
             // Nothing given: the documented default, 10 ms.
-            let c = build_named(name, &[]).unwrap();
+            let c = build_named(info, &[]).unwrap();
             assert_eq!(value(c.as_ref(), "tau_ms"), 10.0);
-            let c = build_named(name, &[("threshold", ms("8ms"))]).unwrap();
+            let c = build_named(info, &[("threshold", ms("8ms"))]).unwrap();
             assert_eq!(value(c.as_ref(), "tau_ms"), 8.0);
             // 10 % of a 200 ms buffer (4 BDP at 10 Mbps / 50 ms) is 20 ms.
             let c = build_named(
-                name,
+                info,
                 &[
                     ("threshold_fraction", num(0.1)),
                     ("buffer_time", ms("200ms")),
@@ -656,7 +658,7 @@ mod tests {
             .unwrap();
             assert_eq!(value(c.as_ref(), "tau_ms"), 20.0);
             let c = build_named(
-                name,
+                info,
                 &[
                     ("threshold_fraction", num(1.0)),
                     ("buffer_time", ms("100ms")),
@@ -703,12 +705,12 @@ mod tests {
                 (vec![("bwe_old_weight", num(1.0))], "`bwe_old_weight`"),
                 (vec![("tau", ms("8ms"))], "unknown parameter"),
             ] {
-                let e = build_named(name, &params).err().expect("must be rejected");
+                let e = build_named(info, &params).err().expect("must be rejected");
                 assert!(e.contains(culprit), "{name} {params:?}: {e}");
             }
         }
         // The message says what is accepted.
-        let e = build_named("quic_dc", &[("threshold_fraction", num(0.1))])
+        let e = build_named(&INFO, &[("threshold_fraction", num(0.1))])
             .err()
             .unwrap();
         assert!(e.contains("accepted") && e.contains("buffer_time"), "{e}");

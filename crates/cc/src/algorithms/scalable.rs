@@ -14,10 +14,10 @@
 //! `docs/scalable.md` for what 50 means here and every other choice made.
 
 use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::Instant;
-use crate::controller::{Controller, ControllerConfig};
-use crate::registry::ControllerInfo;
+use crate::controller::{
+    Controller, ControllerConfig, ControllerInfo, Instant, ParamError, ParamKind, ParamReader,
+    ParamSpec,
+};
 
 /// Default `ai_count`: acknowledged packets per one-packet increase, a = 1/100 (Kelly 2003;
 /// mainline tcp_scalable.c `TCP_SCALABLE_AI_CNT`).
@@ -100,9 +100,7 @@ impl Scalable {
 mod tests {
     use super::*;
     use crate::algorithms::westwood::testing::{ack, at, congestion};
-    use crate::controller::params::{ParamValue, Params};
-    use crate::controller::CongestionKind;
-    use crate::registry;
+    use crate::controller::{CongestionKind, ParamValue, Params};
 
     const MSS: u64 = 1500;
 
@@ -211,14 +209,14 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_and_checks_ai_count() {
+    fn info_reads_and_checks_ai_count() {
         let mut p = Params::new();
         p.insert("ai_count".into(), ParamValue::Number(50.0));
-        let c = registry::build("scalable", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.state().values[2], ("ai_bytes", 75_000.0));
         for bad in [0.0, 0.5, 2e6] {
             p.insert("ai_count".into(), ParamValue::Number(bad));
-            let e = registry::build("scalable", &p, &ControllerConfig::default()).err();
+            let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
             assert!(e.unwrap().to_string().contains("ai_count"));
         }
     }

@@ -14,12 +14,10 @@
 //! Linux's Recovery/CWR states, in which the module is not called.
 
 use crate::algorithms::newreno::RecoveryEpoch;
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue};
-use crate::controller::units::Instant;
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, ParamValue,
 };
-use crate::registry::ControllerInfo;
 use std::time::Duration;
 
 /// Default number of RTTs per congestion epoch (`NUM_RTT` of tcp_siad.c).
@@ -821,14 +819,12 @@ mod tests {
     }
 
     #[test]
-    fn registry_builds_siad_and_rejects_a_bad_num_rtt() {
+    fn info_builds_siad_and_rejects_a_bad_num_rtt() {
         let mut params = crate::controller::params::Params::new();
         params.insert("num_rtt".into(), ParamValue::Number(1.0));
-        let e = crate::registry::build("siad", &params, &config())
-            .err()
-            .expect("refused");
+        let e = INFO.instantiate(&params, &config()).err().expect("refused");
         assert!(e.to_string().contains("num_rtt"), "{e}");
         params.insert("num_rtt".into(), ParamValue::Number(30.0));
-        assert!(crate::registry::build("siad", &params, &config()).is_ok());
+        assert!(INFO.instantiate(&params, &config()).is_ok());
     }
 }

@@ -23,16 +23,13 @@
 //!
 //! Owns [`Vivace`], its parameters [`VivaceParams`] and the registry entry [`INFO`].
 
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::{Instant, Rate};
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    SentPacket,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate, SentPacket,
 };
 use crate::estimators::monitor::{
     interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND,
 };
-use crate::registry::ControllerInfo;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -664,9 +661,8 @@ impl Controller for Vivace {
 mod tests {
     use super::*;
     use crate::algorithms::westwood::testing::{ack_with_rtt, at, value};
-    use crate::controller::params::{ParamValue, Params};
+    use crate::controller::{ParamValue, Params};
     use crate::estimators::monitor::testing::{sent_packet, Bottleneck, Driver};
-    use crate::registry;
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
@@ -955,11 +951,11 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_and_checks_the_parameters() {
+    fn info_reads_and_checks_the_parameters() {
         let mut p = Params::new();
         p.insert("latency_coefficient".into(), ParamValue::Number(0.0));
         p.insert("start_rate_bps".into(), ParamValue::Number(4e6));
-        let c = registry::build("vivace", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.pacing_rate(), Some(Rate::from_bits_per_sec(4e6)));
         for (name, bad) in [
             ("latency_coefficient", -1.0),
@@ -970,14 +966,14 @@ mod tests {
         ] {
             let mut p = Params::new();
             p.insert(name.into(), ParamValue::Number(bad));
-            let e = registry::build("vivace", &p, &ControllerConfig::default()).err();
+            let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
             assert!(e.unwrap().to_string().contains(name));
         }
         // A start rate below the minimum (fq_switch hands over the probe's goodput) starts at
         // the minimum rate (pcc_sender.cpp: 2 Mbit/s).
         let mut p = Params::new();
         p.insert("start_rate_bps".into(), ParamValue::Number(1e6));
-        let c = registry::build("vivace", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.pacing_rate(), Some(Rate::from_bits_per_sec(MIN_RATE_BPS)));
     }
 
@@ -988,7 +984,7 @@ mod tests {
         let mut p = Params::new();
         p.insert("start_rate_bps".into(), ParamValue::Number(10e6));
         p.insert("startup".into(), ParamValue::Bool(false));
-        let c = registry::build("vivace", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.state().mode, "probing");
     }
 
@@ -998,7 +994,9 @@ mod tests {
         assert_eq!(PCC_PARAMS[0].name, "latency_coefficient");
         assert_eq!(PCC_PARAMS[0].default, "0");
         assert_eq!(&PCC_PARAMS[1..], &PARAMS[1..]);
-        let c = registry::build("pcc", &Params::new(), &ControllerConfig::default()).unwrap();
+        let c = PCC_INFO
+            .instantiate(&Params::new(), &ControllerConfig::default())
+            .unwrap();
         assert_eq!(c.state().mode, "starting");
     }
 }

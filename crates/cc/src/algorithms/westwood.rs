@@ -15,12 +15,10 @@
 //! See `docs/westwood.md` for the equations and every choice made.
 
 use crate::algorithms::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch};
-use crate::controller::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::controller::units::{Instant, Rate};
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate,
 };
-use crate::registry::ControllerInfo;
 use std::time::Duration;
 
 /// Default weight of the old value in both filter stages (tcp_westwood.c `westwood_do_filter`:
@@ -514,8 +512,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::*;
     use super::*;
-    use crate::controller::params::{ParamValue, Params};
-    use crate::registry;
+    use crate::controller::{ParamValue, Params};
 
     const MSS: u64 = 1500;
 
@@ -727,22 +724,22 @@ mod tests {
     }
 
     #[test]
-    fn registry_checks_the_filter_weight() {
+    fn info_checks_the_filter_weight() {
         let config = ControllerConfig::default();
         for ok in [0.0, 0.25, 0.875] {
             let mut p = Params::new();
             p.insert("bwe_old_weight".into(), ParamValue::Number(ok));
-            assert!(registry::build("westwood", &p, &config).is_ok());
+            assert!(INFO.instantiate(&p, &config).is_ok());
         }
         for bad in [-0.1, 1.0, 1.5] {
             let mut p = Params::new();
             p.insert("bwe_old_weight".into(), ParamValue::Number(bad));
-            let e = registry::build("westwood", &p, &config).err().unwrap();
+            let e = INFO.instantiate(&p, &config).err().unwrap();
             assert!(e.to_string().contains("bwe_old_weight"), "{e}");
         }
         let mut p = Params::new();
         p.insert("threshold".into(), ParamValue::Text("8ms".into()));
-        let e = registry::build("westwood", &p, &config).err().unwrap();
+        let e = INFO.instantiate(&p, &config).err().unwrap();
         assert!(e.to_string().contains("unknown parameter"), "{e}");
     }
 }

@@ -22,8 +22,7 @@
 //! Owns [`MonitorQueue`], [`MonitorResult`], [`AvgRtt`], [`interval_length`] and
 //! [`RATE_BASED_CWND`].
 
-use crate::controller::units::{Instant, Rate};
-use crate::controller::{AckEvent, CongestionEvent};
+use crate::controller::{AckEvent, CongestionEvent, Instant, Rate};
 use crate::estimators::ledger::{Entry, Ledger};
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -311,8 +310,7 @@ fn credit(intervals: &mut VecDeque<Interval>, p: Entry<u64>, fate: Fate) {
 #[cfg(test)]
 pub(crate) mod testing {
     use crate::algorithms::westwood::testing::{ack_with_rtt, congestion};
-    use crate::controller::units::{Instant, Rate};
-    use crate::controller::{CongestionKind, Controller, SentPacket};
+    use crate::controller::{CongestionKind, Controller, Instant, Rate, SentPacket};
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     use std::time::Duration;

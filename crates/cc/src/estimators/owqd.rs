@@ -8,8 +8,7 @@
 //! is the running sum of the variations (eq. (5)), clamped at zero: it measures the one-way delay
 //! relative to the last reset, assuming the queue was empty then (§8.7).
 
-use crate::controller::units::Instant;
-use crate::controller::OneWayDelaySample;
+use crate::controller::{Instant, OneWayDelaySample};
 use std::time::Duration;
 
 /// Running one-way queuing-delay estimate from receiver timestamps (QUIC-DC eq. (3)-(5)).

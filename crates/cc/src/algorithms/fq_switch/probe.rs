@@ -41,7 +41,7 @@
 //!   that is what makes it lose everything at a full FIFO; with jitter the lag is lost in the
 //!   noise.
 
-use crate::controller::units::{Instant, Rate};
+use crate::controller::{Instant, Rate};
 use crate::estimators::ledger::{Entry, Ledger};
 use crate::estimators::monitor::STALE_RTTS;
 use rand::{Rng, SeedableRng};
