@@ -3,7 +3,9 @@
 
 use crate::algorithms::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
 use crate::algorithms::{delay_fq, highspeed, htcp, scalable, vivace};
-use crate::controller::{Controller, ControllerConfig, ControllerInfo, ParamError, Params};
+use crate::controller::{
+    Controller, ControllerConfig, ControllerInfo, ParamError, ParamReader, Params,
+};
 use std::fmt;
 
 /// Why a controller could not be built.
@@ -61,9 +63,18 @@ pub fn controllers() -> &'static [ControllerInfo] {
         delay_fq::INFO,
         vivace::INFO,
         vivace::PCC_INFO,
-        fq_switch::INFO,
+        fq_switch::info(build_fq_switch),
     ];
     ALL
+}
+
+/// `fq_switch` hands the connection over to controllers it finds by name: the registry gives it
+/// its own list, so no algorithm depends on the registry.
+fn build_fq_switch(
+    reader: &ParamReader,
+    config: &ControllerConfig,
+) -> Result<Box<dyn Controller>, ParamError> {
+    fq_switch::build(controllers(), reader, config)
 }
 
 /// The registered controller called `name`.
@@ -106,6 +117,21 @@ mod tests {
             let c = build(info.name, &Params::new(), &ControllerConfig::default()).unwrap();
             assert!(c.cwnd() > 0, "{}", info.name);
             assert!(build(info.name, &bad, &ControllerConfig::default()).is_err());
+        }
+    }
+
+    #[test]
+    fn fq_switch_hands_over_to_registered_single_path_controllers_only() {
+        let with = |param: &str, name: &str| {
+            let mut p = Params::new();
+            p.insert(param.into(), ParamValue::Text(name.into()));
+            build("fq_switch", &p, &ControllerConfig::default())
+        };
+        assert!(with("fq", "vivace").is_ok() && with("fifo", "cubic").is_ok());
+        for bad in ["renoo", "fq_switch"] {
+            let text = with("fq", bad).err().unwrap().to_string();
+            assert!(text.contains(bad) && text.contains("accepted: newreno, cubic"), "{text}");
+            assert!(text.ends_with(", pcc"), "{text}");
         }
     }
 }
