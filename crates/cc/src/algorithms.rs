@@ -11,6 +11,7 @@ pub mod highspeed;
 pub mod htcp;
 pub mod newreno;
 pub mod quic_dc;
+pub(crate) mod recovery;
 pub mod scalable;
 pub mod siad;
 pub mod vivace;

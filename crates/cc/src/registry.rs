@@ -130,7 +130,10 @@ mod tests {
         assert!(with("fq", "vivace").is_ok() && with("fifo", "cubic").is_ok());
         for bad in ["renoo", "fq_switch"] {
             let text = with("fq", bad).err().unwrap().to_string();
-            assert!(text.contains(bad) && text.contains("accepted: newreno, cubic"), "{text}");
+            assert!(
+                text.contains(bad) && text.contains("accepted: newreno, cubic"),
+                "{text}"
+            );
             assert!(text.ends_with(", pcc"), "{text}");
         }
     }

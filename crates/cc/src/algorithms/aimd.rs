@@ -5,15 +5,15 @@
 //! congestion-avoidance increase (`cong_avoid`) and its slow-start threshold (`ssthresh`)
 //! (ALGORITHMS.md §1.4). This module is that core in QUIC's form (RFC 9002 §7): initial window
 //! and slow start (§7.2, §7.3.1), one reduction per recovery period keyed on send times
-//! (§7.3.2, `newreno::RecoveryEpoch`), the threshold floored at the minimum window (RFC 5681
+//! (§7.3.2, `recovery::RecoveryEpoch`), the threshold floored at the minimum window (RFC 5681
 //! §3.1 eq. (4)), persistent congestion to the minimum window (§7.6.2), no growth while
 //! application-limited (§7.8), and the byte-exact additive increase (RFC 5681 §3.1 eq. (3),
-//! `newreno::AdditiveIncrease`). An [`AimdRule`] supplies the rest; NewReno is this skeleton
+//! `recovery::AdditiveIncrease`). An [`AimdRule`] supplies the rest; NewReno is this skeleton
 //! with Reno's rule (`newreno::RenoRule`).
 //!
 //! Owns [`Aimd`] (the controller around a rule), [`AimdRule`] and [`Increase`].
 
-use crate::algorithms::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch, INFINITE};
+use crate::algorithms::recovery::{ssthresh_value, AdditiveIncrease, RecoveryEpoch, INFINITE};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
     Instant, SentPacket,

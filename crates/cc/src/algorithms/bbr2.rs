@@ -16,7 +16,7 @@
 //! See `docs/bbr2.md` for the model, the constants and every choice made where the sources
 //! leave room.
 
-use crate::algorithms::newreno::RecoveryEpoch;
+use crate::algorithms::recovery::RecoveryEpoch;
 use crate::controller::units::duration_nanos;
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,

@@ -11,7 +11,8 @@
 //! max datagram size, `segments_acked` becomes acknowledged bytes), times in seconds as `f64`
 //! inside the window arithmetic only. See `docs/cubic.md` for every choice made.
 
-use crate::algorithms::newreno::{read_open_unit, ssthresh_value, RecoveryEpoch};
+use crate::algorithms::newreno::read_open_unit;
+use crate::algorithms::recovery::{ssthresh_value, RecoveryEpoch};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
     ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec,

@@ -13,7 +13,7 @@
 //! transport gives one ACK event per ACK; a recovery period (RFC 9002 §7.3.2) stands in for
 //! Linux's Recovery/CWR states, in which the module is not called.
 
-use crate::algorithms::newreno::RecoveryEpoch;
+use crate::algorithms::recovery::RecoveryEpoch;
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
     ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, ParamValue,

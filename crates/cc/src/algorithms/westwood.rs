@@ -14,7 +14,7 @@
 //! [`BandwidthEstimator`], and the core that QUIC-DC (`quic_dc`) extends with its delay signal.
 //! See `docs/westwood.md` for the equations and every choice made.
 
-use crate::algorithms::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch};
+use crate::algorithms::recovery::{ssthresh_value, AdditiveIncrease, RecoveryEpoch};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
     ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate,
