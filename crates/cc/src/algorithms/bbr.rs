@@ -212,22 +212,14 @@ impl BbrParams {
             cwnd_gain: reader.number_in("cwnd_gain", DEFAULT_CWND_GAIN, 1.0, 10.0)?,
             probe_rtt_interval,
             probe_rtt_duration,
-            bw_window_rounds: read_rounds(reader, "bw_window_rounds", DEFAULT_BW_WINDOW_ROUNDS)?,
+            bw_window_rounds: reader.whole_number_in(
+                "bw_window_rounds",
+                DEFAULT_BW_WINDOW_ROUNDS,
+                1,
+                1000,
+            )?,
             lt_bw: reader.boolean("lt_bw", true),
             pacing_margin: reader.number_in("pacing_margin", DEFAULT_PACING_MARGIN, 0.0, 0.5)?,
-        })
-    }
-}
-
-/// Reads a whole number of rounds from 1 to 1000.
-fn read_rounds(reader: &ParamReader, name: &str, default: u64) -> Result<u64, ParamError> {
-    let v = reader.number_in(name, default as f64, 1.0, 1000.0)?;
-    if v.fract() == 0.0 {
-        Ok(v as u64)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v} is not a whole number of rounds; accepted: 1, 2, ..., 1000"),
         })
     }
 }

@@ -214,9 +214,9 @@ fn build(
         ecn_max_rtt: reader
             .duration("ecn_max_rtt", Some(d.ecn_max_rtt))
             .unwrap_or(d.ecn_max_rtt),
-        full_bw_cnt: read_count(reader, "full_bw_cnt", d.full_bw_cnt, 1, 7)?,
-        full_loss_cnt: read_count(reader, "full_loss_cnt", d.full_loss_cnt, 0, 15)?,
-        full_ecn_cnt: read_count(reader, "full_ecn_cnt", d.full_ecn_cnt, 0, 3)?,
+        full_bw_cnt: count(reader, "full_bw_cnt", d.full_bw_cnt, 1, 7)?,
+        full_loss_cnt: count(reader, "full_loss_cnt", d.full_loss_cnt, 0, 15)?,
+        full_ecn_cnt: count(reader, "full_ecn_cnt", d.full_ecn_cnt, 0, 3)?,
         bw_probe_reno_gain: reader.number_in(
             "bw_probe_reno_gain",
             d.bw_probe_reno_gain,
@@ -241,23 +241,16 @@ fn build(
     Ok(Box::new(Bbr2::new(config, params)))
 }
 
-/// Reads a whole number in `[lo, hi]`.
-fn read_count(
+/// A whole-number parameter in `[lo, hi]` that a `u32` holds.
+fn count(
     reader: &ParamReader,
     name: &str,
     default: u32,
     lo: u32,
     hi: u32,
 ) -> Result<u32, ParamError> {
-    let v = reader.number_in(name, f64::from(default), f64::from(lo), f64::from(hi))?;
-    if v.fract() == 0.0 {
-        Ok(v as u32)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v} is not a whole number; accepted: {lo} to {hi}"),
-        })
-    }
+    let v = reader.whole_number_in(name, default.into(), lo.into(), hi.into())?;
+    Ok(u32::try_from(v).expect("at most hi, a u32"))
 }
 
 /// Settings of one BBR v2 instance.

@@ -11,7 +11,6 @@
 //! max datagram size, `segments_acked` becomes acknowledged bytes), times in seconds as `f64`
 //! inside the window arithmetic only. See `docs/cubic.md` for every choice made.
 
-use crate::algorithms::newreno::read_open_unit;
 use crate::algorithms::recovery::{ssthresh_value, RecoveryEpoch};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
@@ -106,7 +105,7 @@ fn build(
         });
     }
     let params = CubicParams {
-        beta: read_open_unit(reader, "beta", DEFAULT_BETA)?,
+        beta: reader.factor("beta", DEFAULT_BETA)?,
         c,
         fast_convergence: reader.boolean("fast_convergence", true),
         reno_friendly: reader.boolean("reno_friendly", true),

@@ -12,8 +12,7 @@
 //! acknowledged (RFC 9002 §7.3.3, RFC 5681 §3.1 eq. (3)), and the reduction
 //! `ssthresh = cwnd * beta` (RFC 9002 §7.3.2).
 //!
-//! This module also owns `read_open_unit` (a parameter strictly between 0 and 1), which
-//! `cubic` uses too. See `docs/newreno.md` for the equations and every choice made.
+//! See `docs/newreno.md` for the equations and every choice made.
 
 use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
 use crate::controller::{
@@ -23,6 +22,8 @@ use crate::controller::{
 
 /// Default multiplicative-decrease factor (RFC 9002 §7.3.2 `kLossReductionFactor`).
 pub const DEFAULT_BETA: f64 = 0.5;
+/// Largest initial window accepted, packets.
+const MAX_PACKETS: u64 = 1_000_000_000;
 
 /// Parameters NewReno accepts.
 pub const PARAMS: &[ParamSpec] = &[
@@ -57,45 +58,15 @@ fn build(
     config: &ControllerConfig,
 ) -> Result<Box<dyn Controller>, ParamError> {
     let params = NewRenoParams {
-        beta: read_open_unit(reader, "beta", DEFAULT_BETA)?,
-        initial_window_packets: read_packets(
-            reader,
+        beta: reader.factor("beta", DEFAULT_BETA)?,
+        initial_window_packets: reader.whole_number_in(
             "initial_window",
             config.initial_window_packets,
+            1,
+            MAX_PACKETS,
         )?,
     };
     Ok(Box::new(NewReno::new(config, params)))
-}
-
-/// Reads a number parameter that must lie strictly between 0 and 1 (a decrease factor).
-pub(crate) fn read_open_unit(
-    reader: &ParamReader,
-    name: &str,
-    default: f64,
-) -> Result<f64, ParamError> {
-    let v = reader.number(name, default);
-    if v > 0.0 && v < 1.0 {
-        Ok(v)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v} is out of range; accepted: greater than 0 and less than 1"),
-        })
-    }
-}
-
-/// Reads a whole number of packets, at least 1.
-fn read_packets(reader: &ParamReader, name: &str, default: u64) -> Result<u64, ParamError> {
-    const MAX_PACKETS: f64 = 1e9;
-    let v = reader.number_in(name, default as f64, 1.0, MAX_PACKETS)?;
-    if v.fract() == 0.0 {
-        Ok(v as u64)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v} is not a whole number of packets; accepted: 1, 2, 3, ..."),
-        })
-    }
 }
 
 /// Settings of one NewReno instance.

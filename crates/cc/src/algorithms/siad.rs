@@ -25,9 +25,9 @@ pub const DEFAULT_NUM_RTT: u64 = 20;
 /// Default resolution of RTT samples: the module's jiffies at HZ = 1000.
 const DEFAULT_RTT_GRANULARITY: Duration = Duration::from_millis(1);
 /// Fewest RTTs per epoch the module accepts (`MIN_RTT`).
-const MIN_NUM_RTT: f64 = 2.0;
+const MIN_NUM_RTT: u64 = 2;
 /// Most RTTs per epoch accepted here.
-const MAX_NUM_RTT: f64 = 10_000.0;
+const MAX_NUM_RTT: u64 = 10_000;
 /// The "-1" of eq. (8) and (15): one packet more, so the queue drains (`OFFSET`).
 const OFFSET: u64 = 1;
 /// Smallest window, packets (`MIN_CWND`).
@@ -75,7 +75,7 @@ fn build(
     reader: &ParamReader,
     config: &ControllerConfig,
 ) -> Result<Box<dyn Controller>, ParamError> {
-    let num_rtt = read_num_rtt(reader, DEFAULT_NUM_RTT as f64)?;
+    let num_rtt = reader.whole_number_in("num_rtt", DEFAULT_NUM_RTT, MIN_NUM_RTT, MAX_NUM_RTT)?;
     let num_ms = reader.duration("num_ms", None).unwrap_or(Duration::ZERO);
     let granularity = reader.duration_in(
         "rtt_granularity",
@@ -86,19 +86,6 @@ fn build(
     let mut siad = Siad::new(config, num_rtt, num_ms);
     siad.rtt_granularity = granularity;
     Ok(Box::new(siad))
-}
-
-/// Reads `num_rtt`: a whole number from [`MIN_NUM_RTT`].
-fn read_num_rtt(reader: &ParamReader, default: f64) -> Result<u64, ParamError> {
-    let v = reader.number_in("num_rtt", default, MIN_NUM_RTT, MAX_NUM_RTT)?;
-    if v.fract() == 0.0 {
-        Ok(v as u64)
-    } else {
-        Err(ParamError {
-            name: "num_rtt".into(),
-            message: format!("{v} is not a whole number of RTTs; accepted: 2, 3, 4, ..."),
-        })
-    }
 }
 
 /// The phase the window is in, as the paper names them.
