@@ -4,6 +4,7 @@
 pub mod aimd;
 pub mod bbr;
 pub mod bbr2;
+pub(crate) mod bbr_common;
 pub mod cubic;
 pub mod delay_fq;
 pub mod fq_switch;

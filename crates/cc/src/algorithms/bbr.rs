@@ -17,6 +17,11 @@
 //!
 //! This module owns [`Bbr`], its parameters [`BbrParams`] and the registry entry [`INFO`].
 
+use crate::algorithms::bbr_common::{
+    initial_pacing_rate, pacing_rate, CWND_GAIN, FULL_BW_CNT, FULL_BW_THRESH, MIN_CWND_PACKETS,
+    MIN_RTT_WINDOW, PACING_MARGIN, PROBE_DOWN_GAIN, PROBE_RTT_DURATION, PROBE_UP_EXTRA_PACKETS,
+    PROBE_UP_GAIN, QUANTA_IN_BUDGET,
+};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
     ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate, RateSample,
@@ -29,41 +34,16 @@ use std::time::Duration;
 
 /// Default Startup gain, 2/ln 2 (BBR paper "Startup"; draft-00 `BBRHighGain`).
 pub const DEFAULT_HIGH_GAIN: f64 = 2.885;
-/// Default ProbeBW cwnd gain (draft-00; tcp_bbr.c `bbr_cwnd_gain`).
-pub const DEFAULT_CWND_GAIN: f64 = 2.0;
-/// Default RTprop filter window (BBR paper; tcp_bbr.c `bbr_min_rtt_win_sec`).
-pub const DEFAULT_PROBE_RTT_INTERVAL: Duration = Duration::from_secs(10);
-/// Default time ProbeRTT holds the minimum inflight (tcp_bbr.c `bbr_probe_rtt_mode_ms`).
-pub const DEFAULT_PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
 /// Default BtlBw filter window in rounds (draft-00 `BtlBwFilterLen`; tcp_bbr.c `bbr_bw_rtts`).
 pub const DEFAULT_BW_WINDOW_ROUNDS: u64 = 10;
-/// Default pacing margin below the model rate (tcp_bbr.c `bbr_pacing_margin_percent`).
-pub const DEFAULT_PACING_MARGIN: f64 = 0.01;
-
 /// ProbeBW pacing gains, one phase per min RTT (BBR paper "Steady-state behavior";
 /// tcp_bbr.c `bbr_pacing_gain`).
-const PACING_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+const PACING_GAIN_CYCLE: [f64; 8] = [PROBE_UP_GAIN, PROBE_DOWN_GAIN, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 /// The random start phase is `7 - rand[0, 7)` then advanced: never the 0.75 phase
 /// (tcp_bbr.c `bbr_cycle_rand`).
 const CYCLE_RAND: u32 = 7;
-/// Minimum cwnd and ProbeRTT cwnd in packets (draft-00 `BBRMinPipeCwnd`;
-/// tcp_bbr.c `bbr_cwnd_min_target`).
-const MIN_PIPE_CWND_PACKETS: u64 = 4;
 /// Send quantum in packets: the simulator sends single packets, no TSO/GSO bursts.
 const SEND_QUANTUM_PACKETS: u64 = 1;
-/// Send quanta allowed in flight beyond the BDP (draft-00 `BBRInflight`; tcp_bbr.c
-/// `bbr_quantization_budget`).
-const QUANTA_IN_BUDGET: u64 = 3;
-/// Extra packets in the 1.25 phase so small BDPs still probe above the BDP
-/// (tcp_bbr.c `bbr_quantization_budget`).
-const PROBE_UP_EXTRA_PACKETS: u64 = 2;
-/// Full pipe: BtlBw must grow by this factor per round (tcp_bbr.c `bbr_full_bw_thresh`).
-const FULL_BW_GROWTH: f64 = 1.25;
-/// Full pipe after this many rounds without that growth (tcp_bbr.c `bbr_full_bw_cnt`).
-const FULL_BW_ROUNDS: u32 = 3;
-/// Nominal RTT for the initial pacing rate before any sample (tcp_bbr.c
-/// `bbr_init_pacing_rate_from_rtt`; draft-00 "SRTT or 1 ms").
-const NOMINAL_RTT: Duration = Duration::from_millis(1);
 /// Long-term sampling interval, minimum rounds (tcp_bbr.c `bbr_lt_intvl_min_rtts`).
 const LT_INTERVAL_MIN_ROUNDS: u64 = 4;
 /// Long-term sampling interval, maximum rounds (tcp_bbr.c: 4 x `bbr_lt_intvl_min_rtts`).
@@ -176,12 +156,12 @@ impl Default for BbrParams {
     fn default() -> Self {
         BbrParams {
             high_gain: DEFAULT_HIGH_GAIN,
-            cwnd_gain: DEFAULT_CWND_GAIN,
-            probe_rtt_interval: DEFAULT_PROBE_RTT_INTERVAL,
-            probe_rtt_duration: DEFAULT_PROBE_RTT_DURATION,
+            cwnd_gain: CWND_GAIN,
+            probe_rtt_interval: MIN_RTT_WINDOW,
+            probe_rtt_duration: PROBE_RTT_DURATION,
             bw_window_rounds: DEFAULT_BW_WINDOW_ROUNDS,
             lt_bw: true,
-            pacing_margin: DEFAULT_PACING_MARGIN,
+            pacing_margin: PACING_MARGIN,
         }
     }
 }
@@ -191,13 +171,12 @@ impl BbrParams {
     pub fn read(reader: &ParamReader) -> Result<Self, ParamError> {
         let probe_rtt_interval = reader.duration_in(
             "probe_rtt_interval",
-            DEFAULT_PROBE_RTT_INTERVAL,
+            MIN_RTT_WINDOW,
             Duration::from_millis(1),
             Duration::from_secs(3600),
         )?;
-        let probe_rtt_duration =
-            reader.duration("probe_rtt_duration", Some(DEFAULT_PROBE_RTT_DURATION));
-        let probe_rtt_duration = probe_rtt_duration.unwrap_or(DEFAULT_PROBE_RTT_DURATION);
+        let probe_rtt_duration = reader.duration("probe_rtt_duration", Some(PROBE_RTT_DURATION));
+        let probe_rtt_duration = probe_rtt_duration.unwrap_or(PROBE_RTT_DURATION);
         if probe_rtt_duration >= probe_rtt_interval {
             return Err(ParamError {
                 name: "probe_rtt_duration".to_string(),
@@ -209,7 +188,7 @@ impl BbrParams {
         }
         Ok(BbrParams {
             high_gain: reader.number_in("high_gain", DEFAULT_HIGH_GAIN, 1.25, 10.0)?,
-            cwnd_gain: reader.number_in("cwnd_gain", DEFAULT_CWND_GAIN, 1.0, 10.0)?,
+            cwnd_gain: reader.number_in("cwnd_gain", CWND_GAIN, 1.0, 10.0)?,
             probe_rtt_interval,
             probe_rtt_duration,
             bw_window_rounds: reader.whole_number_in(
@@ -219,7 +198,7 @@ impl BbrParams {
                 1000,
             )?,
             lt_bw: reader.boolean("lt_bw", true),
-            pacing_margin: reader.number_in("pacing_margin", DEFAULT_PACING_MARGIN, 0.0, 0.5)?,
+            pacing_margin: reader.number_in("pacing_margin", PACING_MARGIN, 0.0, 0.5)?,
         })
     }
 }
@@ -385,7 +364,7 @@ impl Bbr {
     }
 
     fn min_pipe_cwnd(&self) -> u64 {
-        MIN_PIPE_CWND_PACKETS * self.mss
+        MIN_CWND_PACKETS * self.mss
     }
 
     /// `gain x BDP` in bytes, rounded up (tcp_bbr.c `bbr_bdp`; BBR paper: BDP = BtlBw x RTprop).
@@ -415,21 +394,15 @@ impl Bbr {
 
     /// `gain x bw x (1 - margin)` (tcp_bbr.c `bbr_rate_bytes_per_sec`, ALGORITHMS.md §2.6).
     fn pacing_rate_for(&self, bw: Rate, gain: f64) -> Rate {
-        bw.scaled(gain * (1.0 - self.params.pacing_margin))
+        pacing_rate(bw, gain, self.params.pacing_margin)
     }
 
     /// Initial pacing: high_gain x cwnd / (smoothed RTT, or 1 ms before any sample)
     /// (tcp_bbr.c `bbr_init_pacing_rate_from_rtt`; draft-00 `BBRInitPacingRate`).
     fn init_pacing_rate(&mut self, srtt: Option<Duration>) {
-        let rtt = match srtt {
-            Some(srtt) => {
-                self.has_seen_rtt = true;
-                srtt.max(Duration::from_micros(1))
-            }
-            None => NOMINAL_RTT,
-        };
-        let nominal_bw = Rate::from_bytes_over(self.cwnd, rtt);
-        self.pacing_rate = self.pacing_rate_for(nominal_bw, self.params.high_gain);
+        self.has_seen_rtt |= srtt.is_some();
+        let (gain, margin) = (self.params.high_gain, self.params.pacing_margin);
+        self.pacing_rate = initial_pacing_rate(self.cwnd, srtt, gain, margin);
     }
 
     /// Starts the RTprop clock at the connection's first event (Linux stamps it at init).
@@ -519,13 +492,13 @@ impl Bbr {
             return;
         }
         let max_bw = self.max_bw();
-        if max_bw >= self.full_bw.scaled(FULL_BW_GROWTH) {
+        if max_bw >= self.full_bw.scaled(FULL_BW_THRESH) {
             self.full_bw = max_bw;
             self.full_bw_count = 0;
             return;
         }
         self.full_bw_count += 1;
-        self.full_bw_reached = self.full_bw_count >= FULL_BW_ROUNDS;
+        self.full_bw_reached = self.full_bw_count >= FULL_BW_CNT;
     }
 
     /// tcp_bbr.c `bbr_check_drain`: Startup -> Drain -> ProbeBW once inflight <= BDP.

@@ -16,6 +16,11 @@
 //! See `docs/bbr2.md` for the model, the constants and every choice made where the sources
 //! leave room.
 
+use crate::algorithms::bbr_common::{
+    initial_pacing_rate, pacing_rate, CWND_GAIN, FULL_BW_CNT, FULL_BW_THRESH, MIN_CWND_PACKETS,
+    MIN_RTT_WINDOW, PACING_MARGIN, PROBE_DOWN_GAIN, PROBE_RTT_DURATION, PROBE_UP_EXTRA_PACKETS,
+    PROBE_UP_GAIN, QUANTA_IN_BUDGET,
+};
 use crate::algorithms::recovery::RecoveryEpoch;
 use crate::controller::units::duration_nanos;
 use crate::controller::{
@@ -33,20 +38,8 @@ const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
 const STARTUP_CWND_GAIN: f64 = HIGH_GAIN;
 /// DRAIN pacing gain 1/high_gain (tcp_bbr2.c `bbr_drain_gain`).
 const DRAIN_GAIN: f64 = 1.0 / HIGH_GAIN;
-/// PROBE_BW cwnd gain (tcp_bbr2.c `bbr_cwnd_gain`).
-const CWND_GAIN: f64 = 2.0;
-/// PROBE_UP pacing gain (tcp_bbr2.c `bbr_pacing_gain[BBR_BW_PROBE_UP]`).
-const UP_GAIN: f64 = 1.25;
 /// PROBE_RTT cwnd as a fraction of the BDP (tcp_bbr2.c `bbr_probe_rtt_cwnd_gain`).
 const PROBE_RTT_CWND_GAIN: f64 = 0.5;
-/// Bandwidth growth that counts as "still growing" in STARTUP (tcp_bbr2.c `bbr_full_bw_thresh`).
-const FULL_BW_THRESH: f64 = 1.25;
-/// min_rtt filter window (tcp_bbr2.c `bbr_min_rtt_win_sec`).
-const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
-/// Smallest cwnd, in packets (tcp_bbr2.c `bbr_cwnd_min_target`).
-const CWND_MIN_TARGET_PACKETS: u64 = 4;
-/// Pacing 1 % below the bandwidth estimate (tcp_bbr2.c `bbr_pacing_margin_percent`).
-const PACING_MARGIN: f64 = 0.01;
 /// PROBE_UP ends once inflight reaches this multiple of the BDP (tcp_bbr2.c
 /// `bbr_bw_probe_pif_gain`).
 const BW_PROBE_PIF_GAIN: f64 = 1.25;
@@ -82,8 +75,6 @@ const MAX_LOSS_EVENTS_IN_ROUND: u32 = 15;
 const MIN_TSO_RATE_BPS: f64 = 1.2e6;
 /// Largest send quantum (draft-02 BBRSetSendQuantum: 64 KB).
 const MAX_SEND_QUANTUM: u64 = 64 * 1024;
-/// Nominal RTT before the first sample (tcp_bbr2.c `bbr_init_pacing_rate_from_rtt`).
-const NOMINAL_RTT: Duration = Duration::from_millis(1);
 /// "Unset" inflight bound (tcp_bbr2.c `~0U`).
 const UNSET: u64 = u64::MAX;
 
@@ -295,14 +286,14 @@ impl Default for Bbr2Params {
             ecn: false,
             ecn_thresh: 0.5,
             ecn_max_rtt: Duration::from_millis(5),
-            full_bw_cnt: 3,
+            full_bw_cnt: FULL_BW_CNT,
             full_loss_cnt: 8,
             full_ecn_cnt: 2,
             bw_probe_reno_gain: 1.0,
-            down_gain: 0.75,
+            down_gain: PROBE_DOWN_GAIN,
             drain_to_target: true,
             probe_rtt_interval: Duration::from_secs(5),
-            probe_rtt_duration: Duration::from_millis(200),
+            probe_rtt_duration: PROBE_RTT_DURATION,
         }
     }
 }
@@ -563,7 +554,7 @@ impl Bbr2 {
 
     /// Smallest cwnd (tcp_bbr2.c `bbr_cwnd_min_target`, 4 packets).
     fn min_cwnd(&self) -> u64 {
-        CWND_MIN_TARGET_PACKETS * self.mss
+        MIN_CWND_PACKETS * self.mss
     }
 
     /// Rounds `bytes` up to whole packets.
@@ -596,9 +587,11 @@ impl Bbr2 {
     /// tcp_bbr2.c `bbr_quantization_budget` with `cwnd_tso_budget = 1` (flooring): at least
     /// 3 send quanta and 4 packets, plus 2 packets in PROBE_UP.
     fn quantization_budget(&self, cwnd: u64) -> u64 {
-        let mut cwnd = cwnd.max(3 * self.send_quantum()).max(self.min_cwnd());
+        let mut cwnd = cwnd
+            .max(QUANTA_IN_BUDGET * self.send_quantum())
+            .max(self.min_cwnd());
         if self.mode == Mode::ProbeBw && self.phase == Phase::Up {
-            cwnd += 2 * self.mss;
+            cwnd += PROBE_UP_EXTRA_PACKETS * self.mss;
         }
         cwnd
     }
@@ -1348,7 +1341,7 @@ impl Bbr2 {
             Mode::Startup => (HIGH_GAIN, STARTUP_CWND_GAIN),
             Mode::Drain => (DRAIN_GAIN, STARTUP_CWND_GAIN),
             Mode::ProbeBw => match self.phase {
-                Phase::Up => (UP_GAIN, CWND_GAIN),
+                Phase::Up => (PROBE_UP_GAIN, CWND_GAIN),
                 Phase::Down => (self.p.down_gain, CWND_GAIN),
                 Phase::Cruise | Phase::Refill => (1.0, CWND_GAIN),
             },
@@ -1358,21 +1351,14 @@ impl Bbr2 {
 
     /// Pacing rate = gain x bw, 1 % margin (tcp_bbr2.c `bbr_bw_to_pacing_rate`).
     fn pacing_rate_for(&self, bw: Rate, gain: f64) -> Rate {
-        bw.scaled(gain * (1.0 - PACING_MARGIN))
+        pacing_rate(bw, gain, PACING_MARGIN)
     }
 
     /// high_gain x cwnd / srtt, 1 ms nominal before a sample (tcp_bbr2.c
     /// `bbr_init_pacing_rate_from_rtt`).
     fn init_pacing_rate_from_rtt(&mut self, srtt: Option<Duration>) {
-        let rtt = match srtt {
-            Some(rtt) => {
-                self.has_seen_rtt = true;
-                rtt.max(Duration::from_micros(1))
-            }
-            None => NOMINAL_RTT,
-        };
-        let bw = Rate::from_bytes_over(self.cwnd, rtt);
-        self.pacing_rate = self.pacing_rate_for(bw, HIGH_GAIN);
+        self.has_seen_rtt |= srtt.is_some();
+        self.pacing_rate = initial_pacing_rate(self.cwnd, srtt, HIGH_GAIN, PACING_MARGIN);
     }
 
     /// The pacing rate only rises until the pipe is full (tcp_bbr2.c `bbr_set_pacing_rate`;
@@ -2497,7 +2483,7 @@ mod tests {
                 (0.45..=0.55 + MSS as f64 / bdp).contains(&r),
                 "cwnd / BDP = {r}"
             );
-            assert!(w > CWND_MIN_TARGET_PACKETS * MSS, "v2, not v1's 4 packets");
+            assert!(w > MIN_CWND_PACKETS * MSS, "v2, not v1's 4 packets");
         }
         let (exit, mode) = exited.expect("left PROBE_RTT");
         let held = (exit - held_from.expect("held")).as_secs_f64();
