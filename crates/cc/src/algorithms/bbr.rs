@@ -18,9 +18,9 @@
 //! This module owns [`Bbr`], its parameters [`BbrParams`] and the registry entry [`INFO`].
 
 use crate::algorithms::bbr_common::{
-    initial_pacing_rate, pacing_rate, CWND_GAIN, FULL_BW_CNT, FULL_BW_THRESH, MIN_CWND_PACKETS,
-    MIN_RTT_WINDOW, PACING_MARGIN, PROBE_DOWN_GAIN, PROBE_RTT_DURATION, PROBE_UP_EXTRA_PACKETS,
-    PROBE_UP_GAIN, QUANTA_IN_BUDGET,
+    initial_pacing_rate, pacing_rate, CaState, Mode, CWND_GAIN, FULL_BW_CNT, FULL_BW_THRESH,
+    MIN_CWND_PACKETS, MIN_RTT_WINDOW, PACING_MARGIN, PROBE_DOWN_GAIN, PROBE_RTT_DURATION,
+    PROBE_UP_EXTRA_PACKETS, PROBE_UP_GAIN, QUANTA_IN_BUDGET,
 };
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
@@ -203,41 +203,6 @@ impl BbrParams {
     }
 }
 
-/// BBR's state machine (BBR paper Figure 6 states; tcp_bbr.c `enum bbr_mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    /// Ramp up the sending rate rapidly to fill the pipe.
-    Startup,
-    /// Drain the queue Startup created.
-    Drain,
-    /// Cruise at BtlBw, cycling the pacing gain to probe for more.
-    ProbeBw,
-    /// Cut inflight to 4 packets to measure RTprop.
-    ProbeRtt,
-}
-
-impl Mode {
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Startup => "startup",
-            Mode::Drain => "drain",
-            Mode::ProbeBw => "probe_bw",
-            Mode::ProbeRtt => "probe_rtt",
-        }
-    }
-}
-
-/// The loss-recovery states BBR distinguishes (Linux `icsk_ca_state`: Open < Recovery < Loss).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LossState {
-    /// No recovery in progress.
-    Open,
-    /// Fast recovery after packets were declared lost.
-    Recovery,
-    /// After persistent congestion (Linux: retransmission timeout, `TCP_CA_Loss`).
-    Loss,
-}
-
 /// Long-term (policer) bandwidth sampling (tcp_bbr.c `lt_*` fields, ALGORITHMS.md §2.9).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct LongTermBw {
@@ -289,8 +254,8 @@ pub struct Bbr {
     /// application-limited.
     probe_rtt_limited: Option<(u64, u64)>,
     idle_restart: bool,
-    loss_state: LossState,
-    prev_loss_state: LossState,
+    loss_state: CaState,
+    prev_loss_state: CaState,
     recovery_start: Option<Instant>,
     prior_cwnd: u64,
     packet_conservation: bool,
@@ -334,8 +299,8 @@ impl Bbr {
             probe_rtt_round_done: false,
             probe_rtt_limited: None,
             idle_restart: false,
-            loss_state: LossState::Open,
-            prev_loss_state: LossState::Open,
+            loss_state: CaState::Open,
+            prev_loss_state: CaState::Open,
             recovery_start: None,
             prior_cwnd: 0,
             packet_conservation: false,
@@ -693,13 +658,13 @@ impl Bbr {
             cwnd = cwnd.saturating_sub(losses).max(self.mss);
         }
         let (state, prev) = (self.loss_state, self.prev_loss_state);
-        if state == LossState::Recovery && prev != LossState::Recovery {
+        if state == CaState::Recovery && prev != CaState::Recovery {
             // First ACK in recovery: packet conservation for one round, starting now, and
             // cwnd cut to what is in flight.
             self.packet_conservation = true;
             self.next_round_delivered = self.delivered;
             cwnd = ack.in_flight + ack.acked_bytes;
-        } else if prev != LossState::Open && state == LossState::Open {
+        } else if prev != CaState::Open && state == CaState::Open {
             // Leaving recovery: restore the cwnd saved when it began.
             cwnd = cwnd.max(self.prior_cwnd);
             self.packet_conservation = false;
@@ -715,7 +680,7 @@ impl Bbr {
 
     /// tcp_bbr.c `bbr_save_cwnd`.
     fn save_cwnd(&mut self) {
-        if self.prev_loss_state == LossState::Open && self.mode != Mode::ProbeRtt {
+        if self.prev_loss_state == CaState::Open && self.mode != Mode::ProbeRtt {
             self.prior_cwnd = self.cwnd;
         } else {
             self.prior_cwnd = self.prior_cwnd.max(self.cwnd);
@@ -728,8 +693,8 @@ impl Bbr {
         let ended = self
             .recovery_start
             .is_some_and(|start| largest_acked_sent_time > start);
-        if self.loss_state != LossState::Open && ended {
-            self.loss_state = LossState::Open;
+        if self.loss_state != CaState::Open && ended {
+            self.loss_state = CaState::Open;
         }
     }
 
@@ -738,7 +703,7 @@ impl Bbr {
     /// so it ends only after a round without loss reports (Chromium/quinn/quic-go BBR
     /// `UpdateRecoveryState`: "exit recovery when there are no losses for a round").
     fn on_loss(&mut self, now: Instant, largest_sent_time: Instant) {
-        if self.loss_state == LossState::Open {
+        if self.loss_state == CaState::Open {
             if self
                 .recovery_start
                 .is_some_and(|start| largest_sent_time <= start)
@@ -746,7 +711,7 @@ impl Bbr {
                 return;
             }
             self.save_cwnd();
-            self.loss_state = LossState::Recovery;
+            self.loss_state = CaState::Recovery;
         }
         self.recovery_start = Some(now);
     }
@@ -756,8 +721,8 @@ impl Bbr {
     fn on_persistent_congestion(&mut self, now: Instant, event: &CongestionEvent) {
         self.save_cwnd();
         self.cwnd = event.in_flight + self.mss;
-        self.loss_state = LossState::Loss;
-        self.prev_loss_state = LossState::Loss;
+        self.loss_state = CaState::Loss;
+        self.prev_loss_state = CaState::Loss;
         self.recovery_start = Some(now);
         self.packet_conservation = false;
         // Full-pipe counting restarts; full_bw_reached and the mode stay.
@@ -1734,7 +1699,7 @@ mod tests {
         let mut d = Driver::with_seed(Path::new(mbps(10.0), ms(40)), seed);
         d.run_until(Duration::from_secs(2));
         assert_eq!(d.cc.mode, Mode::ProbeBw);
-        assert_eq!(d.cc.loss_state, LossState::Open);
+        assert_eq!(d.cc.loss_state, CaState::Open);
         d
     }
 
@@ -1813,7 +1778,7 @@ mod tests {
         ack.rate = None;
         ack.largest_acked_sent_time = now + ms(5);
         c.on_ack(now + ms(50), &ack);
-        assert_eq!(c.loss_state, LossState::Open);
+        assert_eq!(c.loss_state, CaState::Open);
         assert!(c.cwnd >= cwnd0, "{} < {cwnd0}", c.cwnd);
     }
 
@@ -1832,7 +1797,7 @@ mod tests {
             in_flight: flight - 2 * MSS,
         };
         c.on_congestion(now, &loss(before(now, ms(10))));
-        assert_eq!(c.loss_state, LossState::Recovery);
+        assert_eq!(c.loss_state, CaState::Recovery);
         assert_eq!(c.recovery_start, Some(now));
         let mut ack = steady_ack(flight - 3 * MSS, ms(40));
         ack.largest_acked_sent_time = before(now, ms(40));
@@ -1851,17 +1816,17 @@ mod tests {
         // recovery. The first ACK of a packet sent after the extension ends it.
         ack.largest_acked_sent_time = now + ms(1);
         c.on_ack(now + ms(40), &ack);
-        assert_eq!(c.loss_state, LossState::Recovery);
+        assert_eq!(c.loss_state, CaState::Recovery);
         ack.largest_acked_sent_time = now + ms(3);
         c.on_ack(now + ms(45), &ack);
-        assert_eq!(c.loss_state, LossState::Open);
+        assert_eq!(c.loss_state, CaState::Open);
         // After it, losses of packets sent before its (last) start start no new episode
         // (RFC 9002 §7.3.2), later ones do and save cwnd again (tcp_bbr.c bbr_save_cwnd).
         c.on_congestion(now + ms(46), &loss(now + ms(1)));
-        assert_eq!(c.loss_state, LossState::Open);
+        assert_eq!(c.loss_state, CaState::Open);
         let cwnd_now = c.cwnd;
         c.on_congestion(now + ms(47), &loss(now + ms(10)));
-        assert_eq!(c.loss_state, LossState::Recovery);
+        assert_eq!(c.loss_state, CaState::Recovery);
         assert_eq!(c.prior_cwnd, cwnd_now);
     }
 
@@ -1917,7 +1882,7 @@ mod tests {
         // Leaving Loss restores the saved cwnd (then snapped to the target).
         ack.largest_acked_sent_time = now + ms(1);
         c.on_ack(now + ms(80), &ack);
-        assert_eq!(c.loss_state, LossState::Open);
+        assert_eq!(c.loss_state, CaState::Open);
         assert!(c.cwnd >= cwnd0.min(c.inflight(c.bw(), c.cwnd_gain)));
     }
 

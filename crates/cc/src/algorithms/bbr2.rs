@@ -17,9 +17,9 @@
 //! leave room.
 
 use crate::algorithms::bbr_common::{
-    initial_pacing_rate, pacing_rate, CWND_GAIN, FULL_BW_CNT, FULL_BW_THRESH, MIN_CWND_PACKETS,
-    MIN_RTT_WINDOW, PACING_MARGIN, PROBE_DOWN_GAIN, PROBE_RTT_DURATION, PROBE_UP_EXTRA_PACKETS,
-    PROBE_UP_GAIN, QUANTA_IN_BUDGET,
+    initial_pacing_rate, pacing_rate, CaState, Mode, CWND_GAIN, FULL_BW_CNT, FULL_BW_THRESH,
+    MIN_CWND_PACKETS, MIN_RTT_WINDOW, PACING_MARGIN, PROBE_DOWN_GAIN, PROBE_RTT_DURATION,
+    PROBE_UP_EXTRA_PACKETS, PROBE_UP_GAIN, QUANTA_IN_BUDGET,
 };
 use crate::algorithms::recovery::RecoveryEpoch;
 use crate::controller::units::duration_nanos;
@@ -298,15 +298,6 @@ impl Default for Bbr2Params {
     }
 }
 
-/// Top-level BBR mode (tcp_bbr2.c `enum bbr_mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Startup,
-    Drain,
-    ProbeBw,
-    ProbeRtt,
-}
-
 /// PROBE_BW sub-state (tcp_bbr2.c `enum bbr_pacing_gain_phase`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -324,14 +315,6 @@ enum AckPhase {
     ProbeStarting,
     ProbeFeedback,
     ProbeStopping,
-}
-
-/// The transport's loss-recovery state as BBR sees it (Linux `icsk_ca_state`, reduced).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum CaState {
-    Open,
-    Recovery,
-    Loss,
 }
 
 /// What the controller keeps of a sent packet (Linux `scb->tx`), to judge its loss later.
@@ -1484,13 +1467,11 @@ impl Bbr2 {
     /// Mode name for traces.
     fn mode_name(&self) -> &'static str {
         match (self.mode, self.phase) {
-            (Mode::Startup, _) => "startup",
-            (Mode::Drain, _) => "drain",
             (Mode::ProbeBw, Phase::Down) => "probe_bw_down",
             (Mode::ProbeBw, Phase::Cruise) => "probe_bw_cruise",
             (Mode::ProbeBw, Phase::Refill) => "probe_bw_refill",
             (Mode::ProbeBw, Phase::Up) => "probe_bw_up",
-            (Mode::ProbeRtt, _) => "probe_rtt",
+            (mode, _) => mode.name(),
         }
     }
 }

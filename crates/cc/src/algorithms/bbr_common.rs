@@ -40,6 +40,43 @@ pub(crate) const PROBE_UP_EXTRA_PACKETS: u64 = 2;
 /// draft-00 "SRTT or 1 ms").
 pub(crate) const NOMINAL_RTT: Duration = Duration::from_millis(1);
 
+/// BBR's state machine (BBR paper Figure 6 states; `enum bbr_mode`); v2 divides ProbeBW into
+/// phases of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Ramp up the sending rate rapidly to fill the pipe.
+    Startup,
+    /// Drain the queue Startup created.
+    Drain,
+    /// Cruise at BtlBw, cycling the pacing gain to probe for more.
+    ProbeBw,
+    /// Cut inflight to 4 packets to measure RTprop.
+    ProbeRtt,
+}
+
+impl Mode {
+    /// The traced mode name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Startup => "startup",
+            Mode::Drain => "drain",
+            Mode::ProbeBw => "probe_bw",
+            Mode::ProbeRtt => "probe_rtt",
+        }
+    }
+}
+
+/// The loss-recovery states BBR distinguishes (Linux `icsk_ca_state`: Open < Recovery < Loss).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum CaState {
+    /// No recovery in progress.
+    Open,
+    /// Fast recovery after packets were declared lost.
+    Recovery,
+    /// After persistent congestion (Linux: retransmission timeout, `TCP_CA_Loss`).
+    Loss,
+}
+
 /// `gain x bw x (1 - margin)` (tcp_bbr.c `bbr_rate_bytes_per_sec`, tcp_bbr2.c
 /// `bbr_bw_to_pacing_rate`; ALGORITHMS.md §2.6).
 pub(crate) fn pacing_rate(bw: Rate, gain: f64, margin: f64) -> Rate {
