@@ -22,6 +22,8 @@ pub mod algorithms;
 pub mod controller;
 pub mod estimators;
 pub mod registry;
+#[cfg(test)]
+mod testing;
 
 pub use controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,

@@ -180,7 +180,7 @@ impl<R: AimdRule> Controller for Aimd<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::westwood::testing::{ack, at, congestion};
+    use crate::testing::{ack, at, congestion};
 
     /// A rule that records which hook the skeleton called and when: 3 MSS per 10 MSS
     /// acknowledged (one MSS per 5000 bytes), and a reduction to a quarter of the window.

@@ -545,8 +545,8 @@ impl Controller for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::westwood::testing;
     use crate::controller::{ParamValue, Params};
+    use crate::testing;
 
     const MSS: u64 = 1500;
     const RTT: Duration = Duration::from_millis(100);

@@ -315,9 +315,9 @@ impl Controller for DelayFq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::westwood::testing::{ack_with_rtt, at, congestion, value};
     use crate::controller::{ParamValue, Params};
     use crate::estimators::monitor::testing::{fixed, Bottleneck, Driver};
+    use crate::testing::{ack_with_rtt, at, congestion, value};
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)

@@ -178,8 +178,8 @@ impl HighSpeed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::westwood::testing::{ack, at, congestion, value};
     use crate::controller::{CongestionKind, ParamValue, Params};
+    use crate::testing::{ack, at, congestion, value};
 
     const MSS: u64 = 1500;
 

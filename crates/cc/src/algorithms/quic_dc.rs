@@ -370,8 +370,8 @@ impl Controller for QuicDc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::westwood::testing::*;
     use crate::controller::{CongestionKind, ParamValue, Params};
+    use crate::testing::*;
 
     const MSS: u64 = 1500;
 

@@ -99,8 +99,8 @@ impl Scalable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::westwood::testing::{ack, at, congestion};
     use crate::controller::{CongestionKind, ParamValue, Params};
+    use crate::testing::{ack, at, congestion};
 
     const MSS: u64 = 1500;
 

@@ -573,7 +573,7 @@ impl Controller for Siad {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::westwood::testing::{self, at};
+    use crate::testing::{self, at};
 
     const MSS: u64 = 1500;
     const MIN_RTT: Duration = Duration::from_millis(100);

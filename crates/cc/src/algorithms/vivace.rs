@@ -660,9 +660,9 @@ impl Controller for Vivace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::westwood::testing::{ack_with_rtt, at, value};
     use crate::controller::{ParamValue, Params};
     use crate::estimators::monitor::testing::{sent_packet, Bottleneck, Driver};
+    use crate::testing::{ack_with_rtt, at, value};
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)

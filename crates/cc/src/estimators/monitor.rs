@@ -309,8 +309,8 @@ fn credit(intervals: &mut VecDeque<Interval>, p: Entry<u64>, fate: Fate) {
 /// packet reported when the packets behind it are acknowledged.
 #[cfg(test)]
 pub(crate) mod testing {
-    use crate::algorithms::westwood::testing::{ack_with_rtt, congestion};
     use crate::controller::{CongestionKind, Controller, Instant, Rate, SentPacket};
+    use crate::testing::{ack_with_rtt, congestion};
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     use std::time::Duration;
@@ -444,8 +444,8 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::westwood::testing::{ack_with_rtt, at, congestion};
     use crate::controller::CongestionKind;
+    use crate::testing::{ack_with_rtt, at, congestion};
 
     const PACKET: u64 = 1500;
 
