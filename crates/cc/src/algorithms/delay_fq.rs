@@ -9,8 +9,8 @@
 //! the authors' code (CN-TU/PCC-Uspace `src/pcc/pcc_sender.cpp`, modes FIXED_RATE and
 //! VEGAS_LIKE), which settle what the paper leaves open:
 //!
-//! - the rule runs once per monitor interval (MI, [`crate::estimators::monitor`]) on the mean of the MI's
-//!   per-ACK RTT samples, and divides the rate by 0.99 (+1.01 %) or by 1.05 (-4.76 %);
+//! - the rule runs once per monitor interval (MI, [`crate::estimators::monitor`]) on the mean of
+//!   the MI's per-ACK RTT samples, and divides the rate by 0.99 (+1.01 %) or by 1.05 (-4.76 %);
 //! - the minimum RTT is the smallest per-ACK sample of the whole connection;
 //! - the slow start is FIXED_RATE with one flow: from 1 Mbit/s, the rate doubles with each
 //!   MI result until the first loss; that loss discards the MIs in flight, and the first MI

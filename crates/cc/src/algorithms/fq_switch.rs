@@ -1,15 +1,15 @@
 //! `fq_switch`: detect fair queuing at flow start-up, then hand the connection to one
 //! controller if the bottleneck is a fair queue and to another if not.
 //!
-//! Source: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion
-//! Control" (seed paper 001), §III: the start-up probe ([`crate::algorithms::fq_switch::probe`]), then "if FQ is
-//! used change to a delay-based CCA or revert to a loss-based CCA otherwise" (§III step 2),
-//! by default the paper's pair: `delay_fq` (§III-B) and the loss-based PCC, `pcc` (§III-C: "we
-//! use the algorithm PCC"; the reference code falls back to its loss-only utility,
-//! PCC_CLASSIC, ALGORITHMS.md §14.3: `vivace`'s rate control without the latency term).
-//! Either may be any registered controller (`fq` and `fifo`): the registry hands [`build`] its
-//! list of controllers ([`info`] takes the constructor that does so), so this module finds them
-//! by name without depending on the registry.
+//! Source: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion Control"
+//! (seed paper 001), §III: the start-up probe ([`crate::algorithms::fq_switch::probe`]), then "if
+//! FQ is used change to a delay-based CCA or revert to a loss-based CCA otherwise" (§III step 2),
+//! by default the paper's pair: `delay_fq` (§III-B) and the loss-based PCC, `pcc` (§III-C: "we use
+//! the algorithm PCC"; the reference code falls back to its loss-only utility, PCC_CLASSIC,
+//! ALGORITHMS.md §14.3: `vivace`'s rate control without the latency term). Either may be any
+//! registered controller (`fq` and `fifo`): the registry hands [`build`] its list of controllers
+//! ([`info`] takes the constructor that does so), so this module finds them by name without
+//! depending on the registry.
 //!
 //! The probe needs a second subflow over the same path, a flow of its own to the bottleneck:
 //! [`Controller::extra_subflows`] asks the transport for it while the probe runs, and

@@ -6,9 +6,9 @@
 //! §3.1 and the one-reduction-per-window-of-data rule of RFC 6582 (which QUIC expresses as a
 //! recovery period keyed on send times rather than on sequence numbers).
 //!
-//! [`NewReno`] is [`Aimd`] with Reno's rule ([`RenoRule`]): the window machinery (initial
-//! window, slow start, recovery periods, persistent congestion, application-limited ACKs,
-//! tracing) is [`crate::algorithms::aimd`]; the rule supplies congestion avoidance, one MSS per window
+//! [`NewReno`] is [`Aimd`] with Reno's rule ([`RenoRule`]): the window machinery (initial window,
+//! slow start, recovery periods, persistent congestion, application-limited ACKs, tracing) is
+//! [`crate::algorithms::aimd`]; the rule supplies congestion avoidance, one MSS per window
 //! acknowledged (RFC 9002 §7.3.3, RFC 5681 §3.1 eq. (3)), and the reduction
 //! `ssthresh = cwnd * beta` (RFC 9002 §7.3.2).
 //!

@@ -2,18 +2,18 @@
 //! congestion event when the one-way queuing delay reaches a threshold; and `rtt_dc`, the same
 //! controller driven by RTT - RTT_min instead.
 //!
-//! Sources: seed paper 000 (QUIC Delay Control), §3: RTT = T_p + T_q (eq. (1)-(2)), one-way
-//! delay OWD_i = t_r,i - t_s,i (eq. (3)), its variation OWDV_i (eq. (4)), the one-way queuing
-//! delay OWQD_i = OWQD_i-1 + OWDV_i (eq. (5), in `crate::estimators::owqd`), the delay congestion event
+//! Sources: seed paper 000 (QUIC Delay Control), §3: RTT = T_p + T_q (eq. (1)-(2)), one-way delay
+//! OWD_i = t_r,i - t_s,i (eq. (3)), its variation OWDV_i (eq. (4)), the one-way queuing delay
+//! OWQD_i = OWQD_i-1 + OWDV_i (eq. (5), in `crate::estimators::owqd`), the delay congestion event
 //! OWQD >= tau (eq. (6)), the reaction of Westwood+ after 3 duplicate ACKs, cwnd = BWE x RTT_min,
-//! and a faster BWE low-pass filter (eq. (7), symbols lost in the seed text); §5: tau as a
-//! fraction (10/20/50/80 %) of the bottleneck buffer in time. ALGORITHMS.md §8.2-§8.4 and §8.7
-//! restate them with the facts of the authors' mvfst code (b4lt0/qw `WestwoodOWD.cpp`,
-//! experiment era): filter old weight 0.25 in both stages (the paper as quoted by a port:
-//! 0.2), OWQD clamped at 0 and reset to 0 after a delay reaction and on every loss callback,
-//! the delay check on every ACK, ACKs of packets sent before the last loss reduction ignored
-//! for growth and BWE, persistent congestion to the minimum window. The Westwood+ part is
-//! `crate::algorithms::westwood` (Linux `tcp_westwood.c`).
+//! and a faster BWE low-pass filter (eq. (7), symbols lost in the seed text); §5: tau as a fraction
+//! (10/20/50/80 %) of the bottleneck buffer in time. ALGORITHMS.md §8.2-§8.4 and §8.7 restate them
+//! with the facts of the authors' mvfst code (b4lt0/qw `WestwoodOWD.cpp`, experiment era): filter
+//! old weight 0.25 in both stages (the paper as quoted by a port: 0.2), OWQD clamped at 0 and reset
+//! to 0 after a delay reaction and on every loss callback, the delay check on every ACK, ACKs of
+//! packets sent before the last loss reduction ignored for growth and BWE, persistent congestion to
+//! the minimum window. The Westwood+ part is `crate::algorithms::westwood` (Linux
+//! `tcp_westwood.c`).
 //!
 //! This module owns [`QuicDc`] and its [`Signal`]; it registers `quic_dc` and `rtt_dc`. See
 //! `docs/quic_dc.md` for the equations and every choice made.

@@ -807,7 +807,7 @@ mod tests {
 
     #[test]
     fn info_builds_siad_and_rejects_a_bad_num_rtt() {
-        let mut params = crate::controller::params::Params::new();
+        let mut params = crate::controller::Params::new();
         params.insert("num_rtt".into(), ParamValue::Number(1.0));
         let e = INFO.instantiate(&params, &config()).err().expect("refused");
         assert!(e.to_string().contains("num_rtt"), "{e}");
