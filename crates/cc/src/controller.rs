@@ -3,6 +3,11 @@
 //!
 //! Units: windows and byte counts are bytes of packets as sent (headers included, as QUIC
 //! counts bytes in flight); times are [`Instant`]s and [`Duration`]s; rates are [`Rate`]s.
+//!
+//! This file holds the trait, the events and the configuration; beside it are how an algorithm
+//! presents itself ([`info`]), its parameters ([`params`]) and the units ([`units`]). Their
+//! types are re-exported here, so an algorithm imports the whole contract from
+//! `crate::controller`.
 
 pub mod info;
 pub mod params;

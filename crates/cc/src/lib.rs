@@ -4,19 +4,27 @@
 //! real QUIC stack. A controller implements [`Controller`]: time is passed in, nothing reads a
 //! clock, and nothing here knows about sockets or simulator types.
 //!
-//! The tree is the architecture:
+//! The tree is the architecture, and dependencies run one way, down this list: algorithms
+//! depend on the contract and the estimators, the registry on the algorithms, and nothing in
+//! the crate on the registry.
 //!
+//! - [`registry`] (`registry.rs`): every algorithm by name, and the builder that turns a name
+//!   and a parameter table into a running controller or a clear error.
+//! - [`algorithms`] (`algorithms/`): one module per algorithm, named after it (`newreno`,
+//!   `cubic`, `westwood`, `quic_dc`, `highspeed`, `scalable`, `htcp`, `siad`, `bbr`, `bbr2`,
+//!   `delay_fq`, `vivace`, `fq_switch` with its probe in `fq_switch/`), each publishing its
+//!   [`ControllerInfo`]; and the pieces several algorithms share: `aimd` (the Reno-family
+//!   skeleton), `recovery` (QUIC recovery periods, byte-exact additive increase) and
+//!   `bbr_common` (what BBR v1 and v2 share).
+//! - [`estimators`] (`estimators/`): measurements several controllers or transports take the
+//!   same way, each once: the windowed min/max filter (`minmax`), the RTT estimator (`rtt`), the
+//!   delivery-rate sampler (`delivery_rate`), the one-way queuing-delay estimator (`owqd`), the
+//!   per-packet ledger (`ledger`) and the monitor intervals of the PCC family (`monitor`).
 //! - [`controller`] (`controller.rs`, `controller/`): the contract. The [`Controller`] trait,
-//!   the events a transport gives it, its configuration and traced state, the parameters a
-//!   scenario gives it ([`controller::params`]) and the units of every quantity
-//!   ([`controller::units`]).
-//! - [`estimators`]: measurements several controllers or transports take the same way, each
-//!   once: the windowed min/max filter, the RTT estimator, the delivery-rate sampler, the
-//!   one-way queuing-delay estimator, the packet ledger and the monitor intervals of the
-//!   rate-based PCC family.
-//! - [`algorithms`]: one module per algorithm, named after it.
-//! - [`registry`]: every algorithm by name, and the builder that turns a name and a parameter
-//!   table into a running controller or a clear error.
+//!   the events a transport gives it, its configuration and traced state; how an algorithm
+//!   presents itself ([`ControllerInfo`], `controller/info.rs`); the parameters a scenario gives
+//!   it and their checked reading (`controller/params.rs`); the units of every quantity
+//!   (`controller/units.rs`).
 
 pub mod algorithms;
 pub mod controller;
