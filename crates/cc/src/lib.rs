@@ -25,6 +25,10 @@
 //!   presents itself ([`ControllerInfo`], `controller/info.rs`); the parameters a scenario gives
 //!   it and their checked reading (`controller/params.rs`); the units of every quantity
 //!   (`controller/units.rs`).
+//!
+//! Sources are cited by short keys (the QUIC-DC paper, FQ-detect, the BBR paper, the SIAD paper,
+//! RFC numbers, draft names, Linux file names) with the section, equation or function beside
+//! them; `docs/references.md` gives each in full.
 
 pub mod algorithms;
 pub mod controller;

@@ -2,7 +2,7 @@
 //!
 //! Sources:
 //! - the BBR paper: Cardwell, Cheng, Gunn, Hassas Yeganeh, Jacobson, "BBR: Congestion-Based
-//!   Congestion Control", ACM Queue 14(5), 2016 (seed 003): the model (BtlBw, RTprop, BDP), the
+//!   Congestion Control", ACM Queue 14(5), 2016: the model (BtlBw, RTprop, BDP), the
 //!   Startup / Drain / ProbeBW / ProbeRTT state machine and its gains;
 //! - draft-cardwell-iccrg-bbr-congestion-control-00 (2017): the pseudocode (BBRInflight with
 //!   3 send quanta, BBRSetCwnd, BBRModulateCwndForRecovery, nominal initial pacing rate);

@@ -1,12 +1,12 @@
 //! The simple delay-based controller of the fair-queuing detection paper, rate-based, as the
 //! authors' code runs it.
 //!
-//! Sources: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion
-//! Control" (seed 001): §III-B, the two rules ("if current rtt <= smallest rtt ever measured on
-//! the connection + 5 ms then increase the sending rate by 1 %", otherwise "decrease the sending
-//! rate by 5 %"), and §VI-A, the single flow of Fig. 3 that starts with "a slow start algorithm
-//! similar to the one used by the classic TCP CCA New Reno"; ALGORITHMS.md §14.3, the facts of
-//! the authors' code (CN-TU/PCC-Uspace `src/pcc/pcc_sender.cpp`, modes FIXED_RATE and
+//! Sources: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion Control",
+//! arXiv:2010.08362, 2020 (FQ-detect): §III-B, the two rules ("if current rtt <= smallest rtt ever
+//! measured on the connection + 5 ms then increase the sending rate by 1 %", otherwise "decrease
+//! the sending rate by 5 %"), and §VI-A, the single flow of Fig. 3 that starts with "a slow start
+//! algorithm similar to the one used by the classic TCP CCA New Reno"; ALGORITHMS.md §14.3, the
+//! facts of the authors' code (CN-TU/PCC-Uspace `src/pcc/pcc_sender.cpp`, modes FIXED_RATE and
 //! VEGAS_LIKE), which settle what the paper leaves open:
 //!
 //! - the rule runs once per monitor interval (MI, [`crate::estimators::monitor`]) on the mean of

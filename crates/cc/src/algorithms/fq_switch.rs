@@ -2,10 +2,10 @@
 //! controller if the bottleneck is a fair queue and to another if not.
 //!
 //! Source: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion Control"
-//! (seed paper 001), §III: the start-up probe ([`crate::algorithms::fq_switch::probe`]), then "if
-//! FQ is used change to a delay-based CCA or revert to a loss-based CCA otherwise" (§III step 2),
-//! by default the paper's pair: `delay_fq` (§III-B) and the loss-based PCC, `pcc` (§III-C: "we use
-//! the algorithm PCC"; the reference code falls back to its loss-only utility, PCC_CLASSIC,
+//! (arXiv:2010.08362, 2020; FQ-detect), §III: the start-up probe ([`probe`]), then "if FQ is used
+//! change to a delay-based CCA or revert to a loss-based CCA otherwise" (§III step 2), by default
+//! the paper's pair: `delay_fq` (§III-B) and the loss-based PCC, `pcc` (§III-C: "we use the
+//! algorithm PCC"; the reference code falls back to its loss-only utility, PCC_CLASSIC,
 //! ALGORITHMS.md §14.3: `vivace`'s rate control without the latency term). Either may be any
 //! registered controller (`fq` and `fifo`): the registry hands [`build`] its list of controllers
 //! ([`info`] takes the constructor that does so), so this module finds them by name without
@@ -108,7 +108,7 @@ pub const fn info(build: BuildFn) -> ControllerInfo {
     ControllerInfo {
         name: "fq_switch",
         summary: "fair-queuing detection at start-up with two subflows, then delay-based under FQ \
-              and loss-based otherwise (Bachl et al., seed 001)",
+              and loss-based otherwise (FQ-detect, Bachl et al.)",
         params: PARAMS,
         one_way_delay: false,
         runtime_params: &[],

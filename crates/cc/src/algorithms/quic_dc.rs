@@ -2,18 +2,18 @@
 //! congestion event when the one-way queuing delay reaches a threshold; and `rtt_dc`, the same
 //! controller driven by RTT - RTT_min instead.
 //!
-//! Sources: seed paper 000 (QUIC Delay Control), §3: RTT = T_p + T_q (eq. (1)-(2)), one-way delay
-//! OWD_i = t_r,i - t_s,i (eq. (3)), its variation OWDV_i (eq. (4)), the one-way queuing delay
-//! OWQD_i = OWQD_i-1 + OWDV_i (eq. (5), in `crate::estimators::owqd`), the delay congestion event
-//! OWQD >= tau (eq. (6)), the reaction of Westwood+ after 3 duplicate ACKs, cwnd = BWE x RTT_min,
-//! and a faster BWE low-pass filter (eq. (7), symbols lost in the seed text); §5: tau as a fraction
-//! (10/20/50/80 %) of the bottleneck buffer in time. ALGORITHMS.md §8.2-§8.4 and §8.7 restate them
-//! with the facts of the authors' mvfst code (b4lt0/qw `WestwoodOWD.cpp`, experiment era): filter
-//! old weight 0.25 in both stages (the paper as quoted by a port: 0.2), OWQD clamped at 0 and reset
-//! to 0 after a delay reaction and on every loss callback, the delay check on every ACK, ACKs of
-//! packets sent before the last loss reduction ignored for growth and BWE, persistent congestion to
-//! the minimum window. The Westwood+ part is `crate::algorithms::westwood` (Linux
-//! `tcp_westwood.c`).
+//! Sources: the QUIC-DC paper (Mascolo et al., arXiv 2025), §3: RTT = T_p + T_q (eq. (1)-(2)),
+//! one-way delay OWD_i = t_r,i - t_s,i (eq. (3)), its variation OWDV_i (eq. (4)), the one-way
+//! queuing delay OWQD_i = OWQD_i-1 + OWDV_i (eq. (5), in `crate::estimators::owqd`), the delay
+//! congestion event OWQD >= tau (eq. (6)), the reaction of Westwood+ after 3 duplicate ACKs,
+//! cwnd = BWE x RTT_min, and a faster BWE low-pass filter (eq. (7), illegible in our copy of the
+//! paper); §5: tau as a fraction (10/20/50/80 %) of the bottleneck buffer in time. ALGORITHMS.md
+//! §8.2-§8.4 and §8.7 restate them with the facts of the authors' mvfst code (b4lt0/qw
+//! `WestwoodOWD.cpp`, experiment era): filter old weight 0.25 in both stages (the paper as quoted
+//! by a port: 0.2), OWQD clamped at 0 and reset to 0 after a delay reaction and on every loss
+//! callback, the delay check on every ACK, ACKs of packets sent before the last loss reduction
+//! ignored for growth and BWE, persistent congestion to the minimum window. The Westwood+ part is
+//! `crate::algorithms::westwood` (Linux `tcp_westwood.c`).
 //!
 //! This module owns [`QuicDc`] and its [`Signal`]; it registers `quic_dc` and `rtt_dc`. See
 //! `docs/quic_dc.md` for the equations and every choice made.
@@ -69,7 +69,7 @@ pub const PARAMS: &[ParamSpec] = &[
 /// Registry entry for `quic_dc`.
 pub const INFO: ControllerInfo = ControllerInfo {
     name: "quic_dc",
-    summary: "QUIC-DC: Westwood+ with one-way queuing-delay congestion events (seed 000, §3)",
+    summary: "QUIC-DC: Westwood+ with one-way queuing-delay congestion events (QUIC-DC paper §3)",
     params: PARAMS,
     one_way_delay: true,
     runtime_params: &[],
@@ -80,7 +80,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
 /// Registry entry for `rtt_dc`: QUIC-DC with the queuing delay taken from RTT - RTT_min.
 pub const RTT_DC_INFO: ControllerInfo = ControllerInfo {
     name: "rtt_dc",
-    summary: "QUIC-DC with RTT - RTT_min as the queuing-delay signal (seed 000, §3 contrast)",
+    summary: "QUIC-DC with RTT - RTT_min as the queuing-delay signal (QUIC-DC paper §3 contrast)",
     params: PARAMS,
     one_way_delay: true,
     runtime_params: &[],
@@ -211,7 +211,7 @@ impl QuicDcParams {
     }
 }
 
-/// A QUIC-DC controller (seed paper 000, §3), or rtt_dc with [`Signal::Rtt`].
+/// A QUIC-DC controller (QUIC-DC paper §3), or rtt_dc with [`Signal::Rtt`].
 #[derive(Clone, Debug)]
 pub struct QuicDc {
     core: WestwoodCore,

@@ -10,7 +10,7 @@
 //! congestion) is [`crate::algorithms::aimd`], QUIC's form of Linux's.
 //!
 //! `ai_count` is Linux's `TCP_SCALABLE_AI_CNT`: 100 in mainline (a = 0.01 as the paper), 50 in
-//! the Linux 3.5.7 module the SIAD evaluation (seed paper 004 §IV) used. See
+//! the Linux 3.5.7 module the SIAD evaluation (SIAD paper §IV) used. See
 //! `docs/scalable.md` for what 50 means here and every other choice made.
 
 use crate::algorithms::aimd::{Aimd, AimdRule, Increase};

@@ -1,11 +1,12 @@
 //! TCP SIAD, Scalable Increase Adaptive Decrease, counted in packets as the authors' module.
 //!
-//! Source: M. Kühlewind, "TCP SIAD: Congestion Control supporting High Speed and Low Latency"
-//! (seed paper 004, §III; equations (3)-(19)), and the behaviour of the authors' Linux module
-//! `tcp_siad.c` as ALGORITHMS.md §13.4 restates it (where the paper leaves room). The five
-//! parts: Scalable Increase (eq. 3), the Trend (eq. 4-5), Fast Increase (eq. 6; slow start uses
-//! the same mechanism), Adaptive Decrease with the estimated window at the congestion event
-//! (eq. 7-14), and Additional Decrease (eq. 15-19). `docs/siad.md` lists every choice made.
+//! Source: the SIAD paper, M. Kühlewind, "TCP SIAD: Congestion Control supporting High Speed and
+//! Low Latency", ETH TIK Technical Report 367, 2016 (§III; equations (3)-(19)), and the behaviour
+//! of the authors' Linux module `tcp_siad.c` as ALGORITHMS.md §13.4 restates it (where the paper
+//! leaves room). The five parts: Scalable Increase (eq. 3), the Trend (eq. 4-5), Fast Increase
+//! (eq. 6; slow start uses the same mechanism), Adaptive Decrease with the estimated window at
+//! the congestion event (eq. 7-14), and Additional Decrease (eq. 15-19). `docs/siad.md` lists
+//! every choice made.
 //!
 //! As in the module, the window and its thresholds are whole packets, and the increase step is
 //! kept as `increase` = alpha x Num_RTT (fixed point), so alpha = increase / Num_RTT and the ACK
@@ -63,7 +64,7 @@ pub const PARAMS: &[ParamSpec] = &[
 pub const INFO: ControllerInfo = ControllerInfo {
     name: "siad",
     summary: "TCP SIAD: Scalable Increase Adaptive Decrease with Fast Increase and Additional \
-              Decrease (Kühlewind, seed paper 004; tcp_siad.c)",
+              Decrease (Kühlewind, SIAD paper; tcp_siad.c)",
     params: PARAMS,
     one_way_delay: false,
     runtime_params: &["num_rtt"],

@@ -6,7 +6,7 @@
 //! loss rate L, t = 0.9, b = 900, c = 11.35; rate control by the utility's gradient, measured
 //! with pairs of monitor intervals (MIs) at x(1 + eps) and x(1 - eps), with a confidence
 //! amplifier and a dynamic change boundary. ALGORITHMS.md §14.4, the facts of the PCC code the
-//! fair-queuing detection paper (seed 001, §III-C and §IV) ran (CN-TU/PCC-Uspace
+//! fair-queuing detection paper (FQ-detect, §III-C and §IV) ran (CN-TU/PCC-Uspace
 //! `src/pcc/pcc_sender.cpp`, UDT build), for every constant of the rate control: eps = 5 %, two
 //! pairs in random order that must agree, STARTING (doubling while the utility rises, half
 //! rate on a fall, immediate PROBING when the RTT exceeds 1.3 x the RTT at the MI's start),

@@ -3,7 +3,7 @@
 //!
 //! Source: ALGORITHMS.md §14.3 and §14.4, the facts of the CN-TU/PCC-Uspace code
 //! (`src/pcc/pcc_sender.cpp`, `src/pcc/pcc_monitor_interval_queue.cpp`) that the fair-queuing
-//! detection paper (seed 001, §IV) built on: a sender paces at one rate per MI; an MI lasts
+//! detection paper (FQ-detect, §IV) built on: a sender paces at one rate per MI; an MI lasts
 //! max(1.5 x avg RTT, the time to send 10 packets at its rate), avg RTT being the per-ACK EWMA
 //! (3 old + sample) / 4; its result is available once its end passed and all its packets are
 //! acknowledged or lost; its statistics are the actual send rate (bytes sent over the time from

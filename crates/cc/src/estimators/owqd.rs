@@ -1,4 +1,4 @@
-//! One-way queuing-delay (OWQD) estimator of QUIC-DC (seed paper 000, eq. (3)-(5);
+//! One-way queuing-delay (OWQD) estimator of QUIC-DC (QUIC-DC paper, eq. (3)-(5);
 //! ALGORITHMS.md §8.2 and §8.7; as in the authors' mvfst code `WestwoodOWD.cpp`).
 //!
 //! This module owns [`OwqdEstimator`]. Each sample is a packet's send time on the sender's clock

@@ -1,5 +1,6 @@
 //! The fair-queuing detection paper (M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing
-//! for Better Congestion Control"; `../seeds/001`), §VI, and one experiment beyond it.
+//! for Better Congestion Control", arXiv:2010.08362, 2020; FQ-detect), §VI, and one experiment
+//! beyond it.
 //!
 //! - Figures 2-3 (`scenarios/fq-detect/fig2_3_single.toml`): one flow, Cubic or `delay_fq`,
 //!   10 Mbit/s, 10 ms RTT, 100-packet FIFO, 30 s.
