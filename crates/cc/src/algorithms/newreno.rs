@@ -132,10 +132,9 @@ impl NewReno {
 mod tests {
     use super::*;
     use crate::controller::{AckEvent, CongestionEvent, CongestionKind, ParamValue, Params};
-    use std::time::Duration;
+    use crate::testing::{self, at};
 
     const MSS: u64 = 1500;
-    const RTT: Duration = Duration::from_millis(100);
 
     fn config() -> ControllerConfig {
         ControllerConfig::default()
@@ -145,37 +144,14 @@ mod tests {
         NewReno::new(&config(), NewRenoParams::from_config(&config()))
     }
 
-    fn at(ms: u64) -> Instant {
-        Instant::from_nanos(ms * 1_000_000)
-    }
-
+    /// An ACK of `bytes` for a packet sent at `sent`, RTT 100 ms.
     fn ack(bytes: u64, sent: Instant) -> AckEvent {
-        AckEvent {
-            acked_bytes: bytes,
-            acked_packets: 1,
-            largest_acked_sent_time: sent,
-            rtt_sample: Some(RTT),
-            min_rtt: Some(RTT),
-            smoothed_rtt: Some(RTT),
-            rate: None,
-            delivered: 0,
-            prior_in_flight: 0,
-            in_flight: 0,
-            app_limited: false,
-            ack_delay: None,
-            one_way_delay: None,
-        }
+        testing::ack(bytes, sent, 100)
     }
 
+    /// A loss of one MSS sent at `sent`.
     fn loss(sent: Instant) -> CongestionEvent {
-        CongestionEvent {
-            kind: CongestionKind::Loss,
-            lost_bytes: MSS,
-            lost_packets: 1,
-            largest_sent_time: sent,
-            prior_in_flight: 0,
-            in_flight: 0,
-        }
+        testing::congestion(CongestionKind::Loss, sent)
     }
 
     /// One round of ACKs: every packet of the current window, one MSS each, sent at `sent`.
