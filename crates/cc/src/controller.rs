@@ -3,9 +3,20 @@
 //!
 //! Units: windows and byte counts are bytes of packets as sent (headers included, as QUIC
 //! counts bytes in flight); times are [`Instant`]s and [`Duration`]s; rates are [`Rate`]s.
+//!
+//! This file holds the trait, the events and the configuration; beside it are how an algorithm
+//! presents itself ([`info`]), its parameters ([`params`]) and the units ([`units`]). Their
+//! types are re-exported here, so an algorithm imports the whole contract from
+//! `crate::controller`.
 
-use crate::params::ParamValue;
-use crate::units::{Instant, Rate};
+pub mod info;
+pub mod params;
+pub mod units;
+
+pub use info::{BuildFn, ControllerInfo};
+pub use params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params};
+pub use units::{Instant, Rate};
+
 use std::time::Duration;
 
 /// Delivery-rate state of the connection captured when a packet is sent

@@ -1,36 +1,12 @@
 //! The registry: every controller by name, with its parameters, and a builder that turns a
 //! name plus a parameter table into a running controller or a clear error.
 
-use crate::controller::{Controller, ControllerConfig};
-use crate::params::{ParamError, ParamReader, ParamSpec, Params};
-use crate::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
-use crate::{delay_fq, highspeed, htcp, scalable, vivace};
+use crate::algorithms::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
+use crate::algorithms::{delay_fq, highspeed, htcp, scalable, vivace};
+use crate::controller::{
+    Controller, ControllerConfig, ControllerInfo, ParamError, ParamReader, Params,
+};
 use std::fmt;
-
-/// Builds a controller from its checked parameters.
-pub type BuildFn = fn(&ParamReader, &ControllerConfig) -> Result<Box<dyn Controller>, ParamError>;
-
-/// One registered controller.
-pub struct ControllerInfo {
-    /// Name used in scenarios and on the command line.
-    pub name: &'static str,
-    /// One line: what it is and its source.
-    pub summary: &'static str,
-    /// Parameters it accepts.
-    pub params: &'static [ParamSpec],
-    /// It uses receiver timestamps when the transport has them: one-way delay
-    /// ([`crate::AckEvent::one_way_delay`]) or the receiver's ACK delay
-    /// ([`crate::AckEvent::ack_delay`]), and falls back to the raw RTT without them.
-    pub one_way_delay: bool,
-    /// Parameters a scenario may change during a run (a flow's `events`, as a socket option
-    /// would), given to [`crate::Controller::set_param`].
-    pub runtime_params: &'static [&'static str],
-    /// It needs a transport with subflows (it asks for extra ones through
-    /// [`crate::Controller::extra_subflows`]); the real datapath has none.
-    pub subflows: bool,
-    /// Constructor.
-    pub build: BuildFn,
-}
 
 /// Why a controller could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,9 +63,18 @@ pub fn controllers() -> &'static [ControllerInfo] {
         delay_fq::INFO,
         vivace::INFO,
         vivace::PCC_INFO,
-        fq_switch::INFO,
+        fq_switch::info(build_fq_switch),
     ];
     ALL
+}
+
+/// `fq_switch` hands the connection over to controllers it finds by name: the registry gives it
+/// its own list, so no algorithm depends on the registry.
+fn build_fq_switch(
+    reader: &ParamReader,
+    config: &ControllerConfig,
+) -> Result<Box<dyn Controller>, ParamError> {
+    fq_switch::build(controllers(), reader, config)
 }
 
 /// The registered controller called `name`.
@@ -107,14 +92,13 @@ pub fn build(
         name: name.to_string(),
         known: controllers().iter().map(|c| c.name).collect(),
     })?;
-    let reader = ParamReader::new(params, info.params).map_err(BuildError::Param)?;
-    (info.build)(&reader, config).map_err(BuildError::Param)
+    info.instantiate(params, config).map_err(BuildError::Param)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::ParamValue;
+    use crate::controller::ParamValue;
 
     #[test]
     fn unknown_name_lists_known_ones() {
@@ -133,6 +117,24 @@ mod tests {
             let c = build(info.name, &Params::new(), &ControllerConfig::default()).unwrap();
             assert!(c.cwnd() > 0, "{}", info.name);
             assert!(build(info.name, &bad, &ControllerConfig::default()).is_err());
+        }
+    }
+
+    #[test]
+    fn fq_switch_hands_over_to_registered_single_path_controllers_only() {
+        let with = |param: &str, name: &str| {
+            let mut p = Params::new();
+            p.insert(param.into(), ParamValue::Text(name.into()));
+            build("fq_switch", &p, &ControllerConfig::default())
+        };
+        assert!(with("fq", "vivace").is_ok() && with("fifo", "cubic").is_ok());
+        for bad in ["renoo", "fq_switch"] {
+            let text = with("fq", bad).err().unwrap().to_string();
+            assert!(
+                text.contains(bad) && text.contains("accepted: newreno, cubic"),
+                "{text}"
+            );
+            assert!(text.ends_with(", pcc"), "{text}");
         }
     }
 }

@@ -2,7 +2,7 @@
 //! runtime, controllers and links described as on the command line, stopping on a signal, and
 //! event lines.
 
-use kleinrock_cc::units::parse_duration;
+use kleinrock_cc::controller::units::parse_duration;
 use kleinrock_cc::ControllerConfig;
 use kleinrock_lab::dumbbell::Dumbbell;
 use kleinrock_lab::scenario::{parse, FlowTransport, Scenario};

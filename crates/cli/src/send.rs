@@ -4,7 +4,7 @@
 //! `kleinrock transfer`.
 
 use crate::live;
-use kleinrock_cc::units::parse_bytes;
+use kleinrock_cc::controller::units::parse_bytes;
 use kleinrock_quic::endpoint::{self, certificate_der, ClientOptions, LOOPBACK_RECEIVE_WINDOW};
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! controller and socket saw; see crates/quic/src/endpoint.rs for the protocols.
 
 use crate::live;
-use kleinrock_cc::units::parse_bytes;
+use kleinrock_cc::controller::units::parse_bytes;
 use kleinrock_lab::runner::write_file;
 use kleinrock_quic::endpoint::{self, ServeOptions, ServerHandle, ALPN, ALPN_HQ};
 use kleinrock_quic::stamps::ALPN_STAMPED;

@@ -8,7 +8,7 @@
 //! end of the run); its completion time is the mean over the transfers completed in the window.
 
 use crate::scenario::Scenario;
-use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::ControllerState;
 use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::{EventSpan, LinkStats, SimResult};
@@ -88,7 +88,7 @@ pub struct FqDetection {
 impl FqDetection {
     /// The decision in a controller's final state, if it made one.
     pub fn from_state(state: &ControllerState) -> Option<FqDetection> {
-        use kleinrock_cc::fq_switch::{
+        use kleinrock_cc::algorithms::fq_switch::{
             DETECTIONS, FAST_LEG_LOSS, FQ_DETECTED, LOSS_RATIO, SLOW_LEG_LOSS,
         };
         let value = |key: &str| {

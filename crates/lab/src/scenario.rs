@@ -4,8 +4,8 @@
 
 use crate::limits::{self, bytes_within, duration_within, rate_within, whole_within};
 use crate::sweep::{expand, SweepPoint};
+use kleinrock_cc::controller::units::{parse_bytes, parse_duration, parse_rate};
 use kleinrock_cc::registry::find;
-use kleinrock_cc::units::{parse_bytes, parse_duration, parse_rate};
 use kleinrock_cc::{build, BuildError, ControllerConfig, ParamValue, Params, Rate};
 use kleinrock_sim::{
     AppConfig, ArrivalConfig, BufferLimit, ControllerFactory, FlowConfig, FlowKind, Interarrival,

@@ -1,4 +1,4 @@
-//! The high-speed baselines of the SIAD evaluation (seed paper 004 §IV-A: HighSpeed TCP,
+//! The high-speed baselines of the SIAD evaluation (the SIAD paper §IV-A: HighSpeed TCP,
 //! Scalable TCP and H-TCP) in the simulator, each check stating what the paper or the
 //! algorithm's definition says, with the tolerance and its source beside it. Single bulk flow,
 //! 50 ms one-way delay each way (the paper's 100 ms RTT), drop-tail bottleneck, 60 s.

@@ -22,9 +22,9 @@
 //! - `window()` is the controller's `cwnd()`; `metrics().pacing_rate` is its `pacing_rate()`,
 //!   which noq's pacer then follows (`None` leaves noq's window-based pacer in charge).
 
-use kleinrock_cc::delivery_rate::DeliveryRateSampler;
-use kleinrock_cc::rtt::RttEstimator;
-use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::controller::units::duration_nanos;
+use kleinrock_cc::estimators::delivery_rate::DeliveryRateSampler;
+use kleinrock_cc::estimators::rtt::RttEstimator;
 use kleinrock_cc::{
     AckEvent, BuildError, CongestionEvent, CongestionKind, Controller, ControllerConfig,
     ControllerState, DeliverySnapshot, Instant, OneWayDelaySample, Params, Rate, RateSample,

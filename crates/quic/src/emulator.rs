@@ -79,7 +79,7 @@
 //! The emulator uses Unix sockets and `poll(2)`; precise timers need Linux (`ppoll`, timer
 //! slack). Elsewhere it falls back to `poll` with millisecond timeouts.
 
-use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::Rate;
 use kleinrock_sim::events::{EventQueue, Target};
 use kleinrock_sim::hist::Histogram;

@@ -1,5 +1,5 @@
 //! Datagram timestamps between two kleinrock endpoints: the one-way delay QUIC-DC needs
-//! (seed paper 000 §III, eq. (3)-(5)), which standard QUIC does not carry.
+//! (QUIC-DC paper §III, eq. (3)-(5)), which standard QUIC does not carry.
 //!
 //! This module owns the timestamp trailer, [`Stamps`] (what one endpoint knows of its peers'
 //! timestamps) and [`StampedSocket`], noq's `AsyncUdpSocket` around a UDP socket that adds and

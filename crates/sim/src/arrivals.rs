@@ -6,7 +6,7 @@
 use crate::config::{AppConfig, ArrivalConfig, ControllerFactory, Interarrival, TransportConfig};
 use crate::connection::Measured;
 use crate::stats::{FlowCounters, FlowStats, TransferStats};
-use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::Controller;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

@@ -8,7 +8,7 @@ use crate::events::{EventQueue, Target};
 use crate::loss::LossProcess;
 use crate::queue::{Queue, Queued};
 use crate::stats::{LinkCounters, LinkStats};
-use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::Rate;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

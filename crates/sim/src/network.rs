@@ -22,7 +22,7 @@ use crate::queue::Queued;
 use crate::stats::{FlowCounters, FlowStats, SimResult};
 use crate::streams::{arrivals_stream, host_seed, jitter_stream, loss_stream, seeded};
 use crate::trace::{Series, Trace};
-use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::Controller;
 
 enum Endpoints {

@@ -8,7 +8,7 @@ use crate::events::{EventQueue, LazyTimer, Target};
 use crate::packet::{AckFrame, Body, Packet, Pool};
 use crate::rangeset::RangeSet;
 use crate::stream::Reassembly;
-use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::controller::units::duration_nanos;
 
 /// Most ranges an ACK frame reports (quinn and other stacks cap theirs similarly).
 const MAX_ACK_RANGES: usize = 64;

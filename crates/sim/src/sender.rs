@@ -13,9 +13,9 @@ use crate::hist::Histogram;
 use crate::packet::{AckFrame, Body, Packet};
 use crate::stats::{EventSpan, FlowCounters};
 use crate::stream::SendStream;
-use kleinrock_cc::delivery_rate::DeliveryRateSampler;
-use kleinrock_cc::rtt::{RttEstimator, GRANULARITY};
-use kleinrock_cc::units::duration_nanos;
+use kleinrock_cc::controller::units::duration_nanos;
+use kleinrock_cc::estimators::delivery_rate::DeliveryRateSampler;
+use kleinrock_cc::estimators::rtt::{RttEstimator, GRANULARITY};
 use kleinrock_cc::{
     AckEvent, CongestionEvent, CongestionKind, Controller, DeliverySnapshot, Instant,
     OneWayDelaySample, ParamValue, Rate, SentPacket,

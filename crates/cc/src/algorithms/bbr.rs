@@ -2,7 +2,7 @@
 //!
 //! Sources:
 //! - the BBR paper: Cardwell, Cheng, Gunn, Hassas Yeganeh, Jacobson, "BBR: Congestion-Based
-//!   Congestion Control", ACM Queue 14(5), 2016 (seed 003): the model (BtlBw, RTprop, BDP), the
+//!   Congestion Control", ACM Queue 14(5), 2016: the model (BtlBw, RTprop, BDP), the
 //!   Startup / Drain / ProbeBW / ProbeRTT state machine and its gains;
 //! - draft-cardwell-iccrg-bbr-congestion-control-00 (2017): the pseudocode (BBRInflight with
 //!   3 send quanta, BBRSetCwnd, BBRModulateCwndForRecovery, nominal initial pacing rate);
@@ -17,55 +17,33 @@
 //!
 //! This module owns [`Bbr`], its parameters [`BbrParams`] and the registry entry [`INFO`].
 
-use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    RateSample, SentPacket,
+use crate::algorithms::bbr_common::{
+    initial_pacing_rate, pacing_rate, CaState, Mode, CWND_GAIN, FULL_BW_CNT, FULL_BW_THRESH,
+    MIN_CWND_PACKETS, MIN_RTT_WINDOW, PACING_MARGIN, PROBE_DOWN_GAIN, PROBE_RTT_DURATION,
+    PROBE_UP_EXTRA_PACKETS, PROBE_UP_GAIN, QUANTA_IN_BUDGET,
 };
-use crate::minmax::WindowedMax;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::{Instant, Rate};
+use crate::controller::{
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate, RateSample,
+    SentPacket,
+};
+use crate::estimators::minmax::WindowedMax;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
 
 /// Default Startup gain, 2/ln 2 (BBR paper "Startup"; draft-00 `BBRHighGain`).
 pub const DEFAULT_HIGH_GAIN: f64 = 2.885;
-/// Default ProbeBW cwnd gain (draft-00; tcp_bbr.c `bbr_cwnd_gain`).
-pub const DEFAULT_CWND_GAIN: f64 = 2.0;
-/// Default RTprop filter window (BBR paper; tcp_bbr.c `bbr_min_rtt_win_sec`).
-pub const DEFAULT_PROBE_RTT_INTERVAL: Duration = Duration::from_secs(10);
-/// Default time ProbeRTT holds the minimum inflight (tcp_bbr.c `bbr_probe_rtt_mode_ms`).
-pub const DEFAULT_PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
 /// Default BtlBw filter window in rounds (draft-00 `BtlBwFilterLen`; tcp_bbr.c `bbr_bw_rtts`).
 pub const DEFAULT_BW_WINDOW_ROUNDS: u64 = 10;
-/// Default pacing margin below the model rate (tcp_bbr.c `bbr_pacing_margin_percent`).
-pub const DEFAULT_PACING_MARGIN: f64 = 0.01;
-
 /// ProbeBW pacing gains, one phase per min RTT (BBR paper "Steady-state behavior";
 /// tcp_bbr.c `bbr_pacing_gain`).
-const PACING_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+const PACING_GAIN_CYCLE: [f64; 8] = [PROBE_UP_GAIN, PROBE_DOWN_GAIN, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 /// The random start phase is `7 - rand[0, 7)` then advanced: never the 0.75 phase
 /// (tcp_bbr.c `bbr_cycle_rand`).
 const CYCLE_RAND: u32 = 7;
-/// Minimum cwnd and ProbeRTT cwnd in packets (draft-00 `BBRMinPipeCwnd`;
-/// tcp_bbr.c `bbr_cwnd_min_target`).
-const MIN_PIPE_CWND_PACKETS: u64 = 4;
 /// Send quantum in packets: the simulator sends single packets, no TSO/GSO bursts.
 const SEND_QUANTUM_PACKETS: u64 = 1;
-/// Send quanta allowed in flight beyond the BDP (draft-00 `BBRInflight`; tcp_bbr.c
-/// `bbr_quantization_budget`).
-const QUANTA_IN_BUDGET: u64 = 3;
-/// Extra packets in the 1.25 phase so small BDPs still probe above the BDP
-/// (tcp_bbr.c `bbr_quantization_budget`).
-const PROBE_UP_EXTRA_PACKETS: u64 = 2;
-/// Full pipe: BtlBw must grow by this factor per round (tcp_bbr.c `bbr_full_bw_thresh`).
-const FULL_BW_GROWTH: f64 = 1.25;
-/// Full pipe after this many rounds without that growth (tcp_bbr.c `bbr_full_bw_cnt`).
-const FULL_BW_ROUNDS: u32 = 3;
-/// Nominal RTT for the initial pacing rate before any sample (tcp_bbr.c
-/// `bbr_init_pacing_rate_from_rtt`; draft-00 "SRTT or 1 ms").
-const NOMINAL_RTT: Duration = Duration::from_millis(1);
 /// Long-term sampling interval, minimum rounds (tcp_bbr.c `bbr_lt_intvl_min_rtts`).
 const LT_INTERVAL_MIN_ROUNDS: u64 = 4;
 /// Long-term sampling interval, maximum rounds (tcp_bbr.c: 4 x `bbr_lt_intvl_min_rtts`).
@@ -178,12 +156,12 @@ impl Default for BbrParams {
     fn default() -> Self {
         BbrParams {
             high_gain: DEFAULT_HIGH_GAIN,
-            cwnd_gain: DEFAULT_CWND_GAIN,
-            probe_rtt_interval: DEFAULT_PROBE_RTT_INTERVAL,
-            probe_rtt_duration: DEFAULT_PROBE_RTT_DURATION,
+            cwnd_gain: CWND_GAIN,
+            probe_rtt_interval: MIN_RTT_WINDOW,
+            probe_rtt_duration: PROBE_RTT_DURATION,
             bw_window_rounds: DEFAULT_BW_WINDOW_ROUNDS,
             lt_bw: true,
-            pacing_margin: DEFAULT_PACING_MARGIN,
+            pacing_margin: PACING_MARGIN,
         }
     }
 }
@@ -193,13 +171,12 @@ impl BbrParams {
     pub fn read(reader: &ParamReader) -> Result<Self, ParamError> {
         let probe_rtt_interval = reader.duration_in(
             "probe_rtt_interval",
-            DEFAULT_PROBE_RTT_INTERVAL,
+            MIN_RTT_WINDOW,
             Duration::from_millis(1),
             Duration::from_secs(3600),
         )?;
-        let probe_rtt_duration =
-            reader.duration("probe_rtt_duration", Some(DEFAULT_PROBE_RTT_DURATION));
-        let probe_rtt_duration = probe_rtt_duration.unwrap_or(DEFAULT_PROBE_RTT_DURATION);
+        let probe_rtt_duration = reader.duration("probe_rtt_duration", Some(PROBE_RTT_DURATION));
+        let probe_rtt_duration = probe_rtt_duration.unwrap_or(PROBE_RTT_DURATION);
         if probe_rtt_duration >= probe_rtt_interval {
             return Err(ParamError {
                 name: "probe_rtt_duration".to_string(),
@@ -211,62 +188,19 @@ impl BbrParams {
         }
         Ok(BbrParams {
             high_gain: reader.number_in("high_gain", DEFAULT_HIGH_GAIN, 1.25, 10.0)?,
-            cwnd_gain: reader.number_in("cwnd_gain", DEFAULT_CWND_GAIN, 1.0, 10.0)?,
+            cwnd_gain: reader.number_in("cwnd_gain", CWND_GAIN, 1.0, 10.0)?,
             probe_rtt_interval,
             probe_rtt_duration,
-            bw_window_rounds: read_rounds(reader, "bw_window_rounds", DEFAULT_BW_WINDOW_ROUNDS)?,
+            bw_window_rounds: reader.whole_number_in(
+                "bw_window_rounds",
+                DEFAULT_BW_WINDOW_ROUNDS,
+                1,
+                1000,
+            )?,
             lt_bw: reader.boolean("lt_bw", true),
-            pacing_margin: reader.number_in("pacing_margin", DEFAULT_PACING_MARGIN, 0.0, 0.5)?,
+            pacing_margin: reader.number_in("pacing_margin", PACING_MARGIN, 0.0, 0.5)?,
         })
     }
-}
-
-/// Reads a whole number of rounds from 1 to 1000.
-fn read_rounds(reader: &ParamReader, name: &str, default: u64) -> Result<u64, ParamError> {
-    let v = reader.number_in(name, default as f64, 1.0, 1000.0)?;
-    if v.fract() == 0.0 {
-        Ok(v as u64)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v} is not a whole number of rounds; accepted: 1, 2, ..., 1000"),
-        })
-    }
-}
-
-/// BBR's state machine (BBR paper Figure 6 states; tcp_bbr.c `enum bbr_mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    /// Ramp up the sending rate rapidly to fill the pipe.
-    Startup,
-    /// Drain the queue Startup created.
-    Drain,
-    /// Cruise at BtlBw, cycling the pacing gain to probe for more.
-    ProbeBw,
-    /// Cut inflight to 4 packets to measure RTprop.
-    ProbeRtt,
-}
-
-impl Mode {
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Startup => "startup",
-            Mode::Drain => "drain",
-            Mode::ProbeBw => "probe_bw",
-            Mode::ProbeRtt => "probe_rtt",
-        }
-    }
-}
-
-/// The loss-recovery states BBR distinguishes (Linux `icsk_ca_state`: Open < Recovery < Loss).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LossState {
-    /// No recovery in progress.
-    Open,
-    /// Fast recovery after packets were declared lost.
-    Recovery,
-    /// After persistent congestion (Linux: retransmission timeout, `TCP_CA_Loss`).
-    Loss,
 }
 
 /// Long-term (policer) bandwidth sampling (tcp_bbr.c `lt_*` fields, ALGORITHMS.md §2.9).
@@ -320,8 +254,8 @@ pub struct Bbr {
     /// application-limited.
     probe_rtt_limited: Option<(u64, u64)>,
     idle_restart: bool,
-    loss_state: LossState,
-    prev_loss_state: LossState,
+    loss_state: CaState,
+    prev_loss_state: CaState,
     recovery_start: Option<Instant>,
     prior_cwnd: u64,
     packet_conservation: bool,
@@ -365,8 +299,8 @@ impl Bbr {
             probe_rtt_round_done: false,
             probe_rtt_limited: None,
             idle_restart: false,
-            loss_state: LossState::Open,
-            prev_loss_state: LossState::Open,
+            loss_state: CaState::Open,
+            prev_loss_state: CaState::Open,
             recovery_start: None,
             prior_cwnd: 0,
             packet_conservation: false,
@@ -395,7 +329,7 @@ impl Bbr {
     }
 
     fn min_pipe_cwnd(&self) -> u64 {
-        MIN_PIPE_CWND_PACKETS * self.mss
+        MIN_CWND_PACKETS * self.mss
     }
 
     /// `gain x BDP` in bytes, rounded up (tcp_bbr.c `bbr_bdp`; BBR paper: BDP = BtlBw x RTprop).
@@ -425,21 +359,15 @@ impl Bbr {
 
     /// `gain x bw x (1 - margin)` (tcp_bbr.c `bbr_rate_bytes_per_sec`, ALGORITHMS.md §2.6).
     fn pacing_rate_for(&self, bw: Rate, gain: f64) -> Rate {
-        bw.scaled(gain * (1.0 - self.params.pacing_margin))
+        pacing_rate(bw, gain, self.params.pacing_margin)
     }
 
     /// Initial pacing: high_gain x cwnd / (smoothed RTT, or 1 ms before any sample)
     /// (tcp_bbr.c `bbr_init_pacing_rate_from_rtt`; draft-00 `BBRInitPacingRate`).
     fn init_pacing_rate(&mut self, srtt: Option<Duration>) {
-        let rtt = match srtt {
-            Some(srtt) => {
-                self.has_seen_rtt = true;
-                srtt.max(Duration::from_micros(1))
-            }
-            None => NOMINAL_RTT,
-        };
-        let nominal_bw = Rate::from_bytes_over(self.cwnd, rtt);
-        self.pacing_rate = self.pacing_rate_for(nominal_bw, self.params.high_gain);
+        self.has_seen_rtt |= srtt.is_some();
+        let (gain, margin) = (self.params.high_gain, self.params.pacing_margin);
+        self.pacing_rate = initial_pacing_rate(self.cwnd, srtt, gain, margin);
     }
 
     /// Starts the RTprop clock at the connection's first event (Linux stamps it at init).
@@ -529,13 +457,13 @@ impl Bbr {
             return;
         }
         let max_bw = self.max_bw();
-        if max_bw >= self.full_bw.scaled(FULL_BW_GROWTH) {
+        if max_bw >= self.full_bw.scaled(FULL_BW_THRESH) {
             self.full_bw = max_bw;
             self.full_bw_count = 0;
             return;
         }
         self.full_bw_count += 1;
-        self.full_bw_reached = self.full_bw_count >= FULL_BW_ROUNDS;
+        self.full_bw_reached = self.full_bw_count >= FULL_BW_CNT;
     }
 
     /// tcp_bbr.c `bbr_check_drain`: Startup -> Drain -> ProbeBW once inflight <= BDP.
@@ -730,13 +658,13 @@ impl Bbr {
             cwnd = cwnd.saturating_sub(losses).max(self.mss);
         }
         let (state, prev) = (self.loss_state, self.prev_loss_state);
-        if state == LossState::Recovery && prev != LossState::Recovery {
+        if state == CaState::Recovery && prev != CaState::Recovery {
             // First ACK in recovery: packet conservation for one round, starting now, and
             // cwnd cut to what is in flight.
             self.packet_conservation = true;
             self.next_round_delivered = self.delivered;
             cwnd = ack.in_flight + ack.acked_bytes;
-        } else if prev != LossState::Open && state == LossState::Open {
+        } else if prev != CaState::Open && state == CaState::Open {
             // Leaving recovery: restore the cwnd saved when it began.
             cwnd = cwnd.max(self.prior_cwnd);
             self.packet_conservation = false;
@@ -752,7 +680,7 @@ impl Bbr {
 
     /// tcp_bbr.c `bbr_save_cwnd`.
     fn save_cwnd(&mut self) {
-        if self.prev_loss_state == LossState::Open && self.mode != Mode::ProbeRtt {
+        if self.prev_loss_state == CaState::Open && self.mode != Mode::ProbeRtt {
             self.prior_cwnd = self.cwnd;
         } else {
             self.prior_cwnd = self.prior_cwnd.max(self.cwnd);
@@ -765,8 +693,8 @@ impl Bbr {
         let ended = self
             .recovery_start
             .is_some_and(|start| largest_acked_sent_time > start);
-        if self.loss_state != LossState::Open && ended {
-            self.loss_state = LossState::Open;
+        if self.loss_state != CaState::Open && ended {
+            self.loss_state = CaState::Open;
         }
     }
 
@@ -775,7 +703,7 @@ impl Bbr {
     /// so it ends only after a round without loss reports (Chromium/quinn/quic-go BBR
     /// `UpdateRecoveryState`: "exit recovery when there are no losses for a round").
     fn on_loss(&mut self, now: Instant, largest_sent_time: Instant) {
-        if self.loss_state == LossState::Open {
+        if self.loss_state == CaState::Open {
             if self
                 .recovery_start
                 .is_some_and(|start| largest_sent_time <= start)
@@ -783,7 +711,7 @@ impl Bbr {
                 return;
             }
             self.save_cwnd();
-            self.loss_state = LossState::Recovery;
+            self.loss_state = CaState::Recovery;
         }
         self.recovery_start = Some(now);
     }
@@ -793,8 +721,8 @@ impl Bbr {
     fn on_persistent_congestion(&mut self, now: Instant, event: &CongestionEvent) {
         self.save_cwnd();
         self.cwnd = event.in_flight + self.mss;
-        self.loss_state = LossState::Loss;
-        self.prev_loss_state = LossState::Loss;
+        self.loss_state = CaState::Loss;
+        self.prev_loss_state = CaState::Loss;
         self.recovery_start = Some(now);
         self.packet_conservation = false;
         // Full-pipe counting restarts; full_bw_reached and the mode stay.
@@ -1002,12 +930,10 @@ fn flag(b: bool) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::DeliverySnapshot;
-    use crate::delivery_rate::DeliveryRateSampler;
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
-    use crate::rtt::RttEstimator;
-    use crate::units::duration_nanos;
+    use crate::controller::units::duration_nanos;
+    use crate::controller::{DeliverySnapshot, ParamValue, Params};
+    use crate::estimators::delivery_rate::DeliveryRateSampler;
+    use crate::estimators::rtt::RttEstimator;
     use std::collections::VecDeque;
 
     const MSS: u64 = 1500;
@@ -1773,7 +1699,7 @@ mod tests {
         let mut d = Driver::with_seed(Path::new(mbps(10.0), ms(40)), seed);
         d.run_until(Duration::from_secs(2));
         assert_eq!(d.cc.mode, Mode::ProbeBw);
-        assert_eq!(d.cc.loss_state, LossState::Open);
+        assert_eq!(d.cc.loss_state, CaState::Open);
         d
     }
 
@@ -1852,7 +1778,7 @@ mod tests {
         ack.rate = None;
         ack.largest_acked_sent_time = now + ms(5);
         c.on_ack(now + ms(50), &ack);
-        assert_eq!(c.loss_state, LossState::Open);
+        assert_eq!(c.loss_state, CaState::Open);
         assert!(c.cwnd >= cwnd0, "{} < {cwnd0}", c.cwnd);
     }
 
@@ -1871,7 +1797,7 @@ mod tests {
             in_flight: flight - 2 * MSS,
         };
         c.on_congestion(now, &loss(before(now, ms(10))));
-        assert_eq!(c.loss_state, LossState::Recovery);
+        assert_eq!(c.loss_state, CaState::Recovery);
         assert_eq!(c.recovery_start, Some(now));
         let mut ack = steady_ack(flight - 3 * MSS, ms(40));
         ack.largest_acked_sent_time = before(now, ms(40));
@@ -1890,17 +1816,17 @@ mod tests {
         // recovery. The first ACK of a packet sent after the extension ends it.
         ack.largest_acked_sent_time = now + ms(1);
         c.on_ack(now + ms(40), &ack);
-        assert_eq!(c.loss_state, LossState::Recovery);
+        assert_eq!(c.loss_state, CaState::Recovery);
         ack.largest_acked_sent_time = now + ms(3);
         c.on_ack(now + ms(45), &ack);
-        assert_eq!(c.loss_state, LossState::Open);
+        assert_eq!(c.loss_state, CaState::Open);
         // After it, losses of packets sent before its (last) start start no new episode
         // (RFC 9002 §7.3.2), later ones do and save cwnd again (tcp_bbr.c bbr_save_cwnd).
         c.on_congestion(now + ms(46), &loss(now + ms(1)));
-        assert_eq!(c.loss_state, LossState::Open);
+        assert_eq!(c.loss_state, CaState::Open);
         let cwnd_now = c.cwnd;
         c.on_congestion(now + ms(47), &loss(now + ms(10)));
-        assert_eq!(c.loss_state, LossState::Recovery);
+        assert_eq!(c.loss_state, CaState::Recovery);
         assert_eq!(c.prior_cwnd, cwnd_now);
     }
 
@@ -1956,7 +1882,7 @@ mod tests {
         // Leaving Loss restores the saved cwnd (then snapped to the target).
         ack.largest_acked_sent_time = now + ms(1);
         c.on_ack(now + ms(80), &ack);
-        assert_eq!(c.loss_state, LossState::Open);
+        assert_eq!(c.loss_state, CaState::Open);
         assert!(c.cwnd >= cwnd0.min(c.inflight(c.bw(), c.cwnd_gain)));
     }
 
@@ -2230,8 +2156,8 @@ mod tests {
     }
 
     #[test]
-    fn registry_builds_with_defaults_and_rejects_bad_parameters() {
-        let c = registry::build("bbr", &Params::new(), &config(0)).unwrap();
+    fn info_builds_with_defaults_and_rejects_bad_parameters() {
+        let c = INFO.instantiate(&Params::new(), &config(0)).unwrap();
         assert_eq!(c.cwnd(), 10 * MSS);
         assert!(c.pacing_rate().is_some());
         assert_eq!(c.state().mode, "startup");
@@ -2271,9 +2197,7 @@ mod tests {
         for (name, value) in bad {
             let mut p = Params::new();
             p.insert(name.into(), value.clone());
-            let e = registry::build("bbr", &p, &config(0))
-                .err()
-                .expect("rejected");
+            let e = INFO.instantiate(&p, &config(0)).err().expect("rejected");
             assert!(e.to_string().contains(name), "{name} = {value}: {e}");
         }
     }

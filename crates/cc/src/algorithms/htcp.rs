@@ -13,17 +13,17 @@
 //! smoothed throughput Bi and its maximum maxB), `htcp_state` (Δ restarts when a congestion
 //! event starts and again when the sender is back in the Open state) and
 //! `htcp_recalc_ssthresh` (ssthresh = max(β cwnd, 2)). The Reno core around it (slow start,
-//! recovery periods, persistent congestion) is [`crate::aimd`], QUIC's form of Linux's.
+//! recovery periods, persistent congestion) is [`crate::algorithms::aimd`], QUIC's form of Linux's.
 //!
 //! Units: windows and throughput counts in bytes, times as [`Duration`]s, α in packets per
 //! RTT, kept x 128 for the increase as Linux keeps it. See `docs/htcp.md` for every choice
 //! made.
 
-use crate::aimd::{Aimd, AimdRule, Increase};
-use crate::controller::{AckEvent, Controller, ControllerConfig};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::{Instant, Rate};
+use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
+use crate::controller::{
+    AckEvent, Controller, ControllerConfig, ControllerInfo, Instant, ParamError, ParamKind,
+    ParamReader, ParamSpec, Rate,
+};
 use std::time::Duration;
 
 /// Δ_L: the low-speed period after a congestion event (Leith & Shorten 2004; tcp_htcp.c HZ).
@@ -365,10 +365,8 @@ impl Htcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::CongestionKind;
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
-    use crate::westwood::testing::{ack, at, congestion, value};
+    use crate::controller::{CongestionKind, ParamValue, Params};
+    use crate::testing::{ack, at, congestion, value};
 
     const MSS: u64 = 1500;
 
@@ -543,14 +541,14 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_both_switches() {
+    fn info_reads_both_switches() {
         let mut p = Params::new();
         p.insert("rtt_scaling".into(), ParamValue::Bool(false));
         p.insert("bandwidth_switch".into(), ParamValue::Bool(false));
-        let c = registry::build("htcp", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.cwnd(), 10 * MSS);
         p.insert("rtt_scaling".into(), ParamValue::Number(1.0));
-        let e = registry::build("htcp", &p, &ControllerConfig::default()).err();
+        let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
         assert!(e.unwrap().to_string().contains("rtt_scaling"));
     }
 }

@@ -1,16 +1,16 @@
 //! The simple delay-based controller of the fair-queuing detection paper, rate-based, as the
 //! authors' code runs it.
 //!
-//! Sources: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion
-//! Control" (seed 001): §III-B, the two rules ("if current rtt <= smallest rtt ever measured on
-//! the connection + 5 ms then increase the sending rate by 1 %", otherwise "decrease the sending
-//! rate by 5 %"), and §VI-A, the single flow of Fig. 3 that starts with "a slow start algorithm
-//! similar to the one used by the classic TCP CCA New Reno"; ALGORITHMS.md §14.3, the facts of
-//! the authors' code (CN-TU/PCC-Uspace `src/pcc/pcc_sender.cpp`, modes FIXED_RATE and
+//! Sources: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion Control",
+//! arXiv:2010.08362, 2020 (FQ-detect): §III-B, the two rules ("if current rtt <= smallest rtt ever
+//! measured on the connection + 5 ms then increase the sending rate by 1 %", otherwise "decrease
+//! the sending rate by 5 %"), and §VI-A, the single flow of Fig. 3 that starts with "a slow start
+//! algorithm similar to the one used by the classic TCP CCA New Reno"; ALGORITHMS.md §14.3, the
+//! facts of the authors' code (CN-TU/PCC-Uspace `src/pcc/pcc_sender.cpp`, modes FIXED_RATE and
 //! VEGAS_LIKE), which settle what the paper leaves open:
 //!
-//! - the rule runs once per monitor interval (MI, [`crate::monitor`]) on the mean of the MI's
-//!   per-ACK RTT samples, and divides the rate by 0.99 (+1.01 %) or by 1.05 (-4.76 %);
+//! - the rule runs once per monitor interval (MI, [`crate::estimators::monitor`]) on the mean of
+//!   the MI's per-ACK RTT samples, and divides the rate by 0.99 (+1.01 %) or by 1.05 (-4.76 %);
 //! - the minimum RTT is the smallest per-ACK sample of the whole connection;
 //! - the slow start is FIXED_RATE with one flow: from 1 Mbit/s, the rate doubles with each
 //!   MI result until the first loss; that loss discards the MIs in flight, and the first MI
@@ -22,13 +22,12 @@
 //! Owns [`DelayFq`], its parameters [`DelayFqParams`] and the registry entry [`INFO`].
 
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    SentPacket,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate, SentPacket,
 };
-use crate::monitor::{interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::{Instant, Rate};
+use crate::estimators::monitor::{
+    interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND,
+};
 use std::time::Duration;
 
 /// Default start rate, 1 Mbit/s (PCC-Uspace `MIN_RATE` = 1e6, flow 1 of the FQ detection).
@@ -316,10 +315,9 @@ impl Controller for DelayFq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::monitor::testing::{fixed, Bottleneck, Driver};
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
-    use crate::westwood::testing::{ack_with_rtt, at, congestion, value};
+    use crate::controller::{ParamValue, Params};
+    use crate::estimators::monitor::testing::{fixed, Bottleneck, Driver};
+    use crate::testing::{ack_with_rtt, at, congestion, value};
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
@@ -528,13 +526,13 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_and_checks_the_parameters() {
+    fn info_reads_and_checks_the_parameters() {
         let mut p = Params::new();
         p.insert("start_rate_bps".into(), ParamValue::Number(2e6));
         p.insert("threshold".into(), ParamValue::Text("10ms".into()));
         p.insert("increase_divisor".into(), ParamValue::Number(0.98));
         p.insert("decrease_divisor".into(), ParamValue::Number(1.1));
-        let c = registry::build("delay_fq", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.pacing_rate(), Some(Rate::from_bits_per_sec(2e6)));
         for (name, bad) in [
             ("start_rate_bps", 0.0),
@@ -543,7 +541,7 @@ mod tests {
         ] {
             let mut p = Params::new();
             p.insert(name.into(), ParamValue::Number(bad));
-            let e = registry::build("delay_fq", &p, &ControllerConfig::default()).err();
+            let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
             assert!(e.unwrap().to_string().contains(name));
         }
     }

@@ -1,7 +1,7 @@
 //! Controller parameters: the values a scenario gives, the specification each controller
 //! publishes (name, kind, default, meaning), and a reader that checks one against the other.
 
-use crate::units::parse_duration;
+use crate::controller::units::parse_duration;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -140,6 +140,40 @@ impl<'a> ParamReader<'a> {
         }
     }
 
+    /// A number parameter strictly between 0 and 1 (a multiplicative decrease factor), or
+    /// `default`.
+    pub fn factor(&self, name: &str, default: f64) -> Result<f64, ParamError> {
+        let v = self.number(name, default);
+        if v > 0.0 && v < 1.0 {
+            Ok(v)
+        } else {
+            Err(ParamError {
+                name: name.to_string(),
+                message: format!("{v} is out of range; accepted: greater than 0 and less than 1"),
+            })
+        }
+    }
+
+    /// A number parameter that must be a whole number in `[lo, hi]` (packets, rounds, RTTs),
+    /// or `default`.
+    pub fn whole_number_in(
+        &self,
+        name: &str,
+        default: u64,
+        lo: u64,
+        hi: u64,
+    ) -> Result<u64, ParamError> {
+        let v = self.number_in(name, default as f64, lo as f64, hi as f64)?;
+        if v.fract() == 0.0 {
+            Ok(v as u64)
+        } else {
+            Err(ParamError {
+                name: name.to_string(),
+                message: format!("{v} is not a whole number; accepted: {lo} to {hi}"),
+            })
+        }
+    }
+
     /// A boolean parameter, or `default`.
     pub fn boolean(&self, name: &str, default: bool) -> bool {
         self.spec(name);
@@ -237,5 +271,29 @@ mod tests {
         p.insert("beta".into(), ParamValue::Number(0.5));
         let r = ParamReader::new(&p, SPECS).unwrap();
         assert_eq!(r.number_in("beta", 0.7, 0.0, 1.0).unwrap(), 0.5);
+    }
+
+    #[test]
+    fn factors_and_whole_numbers() {
+        let read = |v: f64| {
+            let p = Params::from([("beta".to_string(), ParamValue::Number(v))]);
+            let r = ParamReader::new(&p, SPECS).unwrap();
+            (r.factor("beta", 0.7), r.whole_number_in("beta", 3, 1, 10))
+        };
+        assert_eq!(read(0.5).0, Ok(0.5));
+        assert!(read(0.0).0.is_err() && read(1.0).0.is_err());
+        assert_eq!(read(10.0).1, Ok(10));
+        assert!(read(0.0).1.unwrap_err().message.contains("1 to 10"));
+        assert!(read(2.5)
+            .1
+            .unwrap_err()
+            .message
+            .contains("not a whole number"));
+        let none = Params::new();
+        let r = ParamReader::new(&none, SPECS).unwrap();
+        assert_eq!(
+            (r.factor("beta", 0.7), r.whole_number_in("beta", 3, 1, 10)),
+            (Ok(0.7), Ok(3))
+        );
     }
 }

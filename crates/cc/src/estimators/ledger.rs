@@ -12,7 +12,7 @@
 //!
 //! Owns [`Ledger`] and [`Entry`].
 
-use crate::units::Instant;
+use crate::controller::Instant;
 use std::collections::VecDeque;
 use std::time::Duration;
 

@@ -6,26 +6,24 @@
 //! §3.1 and the one-reduction-per-window-of-data rule of RFC 6582 (which QUIC expresses as a
 //! recovery period keyed on send times rather than on sequence numbers).
 //!
-//! [`NewReno`] is [`Aimd`] with Reno's rule ([`RenoRule`]): the window machinery (initial
-//! window, slow start, recovery periods, persistent congestion, application-limited ACKs,
-//! tracing) is [`crate::aimd`]; the rule supplies congestion avoidance, one MSS per window
+//! [`NewReno`] is [`Aimd`] with Reno's rule ([`RenoRule`]): the window machinery (initial window,
+//! slow start, recovery periods, persistent congestion, application-limited ACKs, tracing) is
+//! [`crate::algorithms::aimd`]; the rule supplies congestion avoidance, one MSS per window
 //! acknowledged (RFC 9002 §7.3.3, RFC 5681 §3.1 eq. (3)), and the reduction
 //! `ssthresh = cwnd * beta` (RFC 9002 §7.3.2).
 //!
-//! This module also owns the pieces the loss-based controllers share, so they exist once:
-//! `RecoveryEpoch` (QUIC recovery-period bookkeeping), `AdditiveIncrease` (the byte-exact
-//! "one MSS per window acknowledged" accumulator), `read_open_unit` (a parameter strictly
-//! between 0 and 1) and `ssthresh_value` (the traced threshold). See `docs/newreno.md` for the
-//! equations and every choice made.
+//! See `docs/newreno.md` for the equations and every choice made.
 
-use crate::aimd::{Aimd, AimdRule, Increase};
-use crate::controller::{Controller, ControllerConfig};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::Instant;
+use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
+use crate::controller::{
+    Controller, ControllerConfig, ControllerInfo, Instant, ParamError, ParamKind, ParamReader,
+    ParamSpec,
+};
 
 /// Default multiplicative-decrease factor (RFC 9002 §7.3.2 `kLossReductionFactor`).
 pub const DEFAULT_BETA: f64 = 0.5;
+/// Largest initial window accepted, packets.
+const MAX_PACKETS: u64 = 1_000_000_000;
 
 /// Parameters NewReno accepts.
 pub const PARAMS: &[ParamSpec] = &[
@@ -60,126 +58,15 @@ fn build(
     config: &ControllerConfig,
 ) -> Result<Box<dyn Controller>, ParamError> {
     let params = NewRenoParams {
-        beta: read_open_unit(reader, "beta", DEFAULT_BETA)?,
-        initial_window_packets: read_packets(
-            reader,
+        beta: reader.factor("beta", DEFAULT_BETA)?,
+        initial_window_packets: reader.whole_number_in(
             "initial_window",
             config.initial_window_packets,
+            1,
+            MAX_PACKETS,
         )?,
     };
     Ok(Box::new(NewReno::new(config, params)))
-}
-
-/// Reads a number parameter that must lie strictly between 0 and 1 (a decrease factor).
-pub(crate) fn read_open_unit(
-    reader: &ParamReader,
-    name: &str,
-    default: f64,
-) -> Result<f64, ParamError> {
-    let v = reader.number(name, default);
-    if v > 0.0 && v < 1.0 {
-        Ok(v)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v} is out of range; accepted: greater than 0 and less than 1"),
-        })
-    }
-}
-
-/// Reads a whole number of packets, at least 1.
-fn read_packets(reader: &ParamReader, name: &str, default: u64) -> Result<u64, ParamError> {
-    const MAX_PACKETS: f64 = 1e9;
-    let v = reader.number_in(name, default as f64, 1.0, MAX_PACKETS)?;
-    if v.fract() == 0.0 {
-        Ok(v as u64)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v} is not a whole number of packets; accepted: 1, 2, 3, ..."),
-        })
-    }
-}
-
-/// QUIC recovery-period bookkeeping (RFC 9002 §7.3.2): one window reduction per recovery
-/// period, where the period starts when a congestion event is acted on and ends when a packet
-/// sent after that moment is acknowledged.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct RecoveryEpoch {
-    /// `congestion_recovery_start_time` of RFC 9002 Appendix B; `None` is "never" (the RFC's 0,
-    /// which would wrongly cover packets sent at time zero).
-    start: Option<Instant>,
-    /// Whether no packet sent after `start` has been acknowledged yet.
-    active: bool,
-}
-
-impl RecoveryEpoch {
-    /// Whether a packet sent at `sent_time` was sent before the current recovery period began
-    /// (RFC 9002 Appendix B `InCongestionRecovery`).
-    fn covers(&self, sent_time: Instant) -> bool {
-        self.start.is_some_and(|start| sent_time <= start)
-    }
-
-    /// A congestion signal about packets sent up to `sent_time`: returns true if it starts a
-    /// new recovery period at `now` (the caller then reduces its window), false if the
-    /// packets were sent before the current period began and the signal is ignored.
-    pub(crate) fn on_congestion(&mut self, now: Instant, sent_time: Instant) -> bool {
-        if self.covers(sent_time) {
-            return false;
-        }
-        self.start = Some(now);
-        self.active = true;
-        true
-    }
-
-    /// An ACK whose newest acknowledged packet was sent at `sent_time`: returns whether the
-    /// ACK may grow the window, and leaves recovery on the first ACK of a packet sent after
-    /// the period began (RFC 9002 §7.3.2).
-    pub(crate) fn on_ack(&mut self, sent_time: Instant) -> bool {
-        if self.covers(sent_time) {
-            return false;
-        }
-        self.active = false;
-        true
-    }
-
-    /// Whether the sender is in a recovery period.
-    pub(crate) fn in_recovery(&self) -> bool {
-        self.active
-    }
-
-    /// Forgets the recovery period (RFC 9002 Appendix B on persistent congestion), so the
-    /// next congestion signal reduces the window again.
-    pub(crate) fn clear(&mut self) {
-        *self = RecoveryEpoch::default();
-    }
-}
-
-/// Byte-exact additive increase: one `mss` for every `window` bytes acknowledged, the
-/// fractional part carried in a byte counter (RFC 5681 §3.1 eq. (3) with byte counting, as
-/// RFC 9002 §7.3.3 and Linux `tcp_cong_avoid_ai` do).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct AdditiveIncrease {
-    /// Acknowledged bytes not yet turned into window growth.
-    acked: u64,
-}
-
-impl AdditiveIncrease {
-    /// Credits `acked` bytes against a window of `window` bytes; returns the bytes to add to
-    /// the window.
-    pub(crate) fn on_ack(&mut self, acked: u64, window: u64, mss: u64) -> u64 {
-        let window = window.max(1);
-        self.acked = self.acked.saturating_add(acked);
-        let steps = self.acked / window;
-        self.acked -= steps * window;
-        steps.saturating_mul(mss)
-    }
-
-    /// Drops the carried credit (after a window reduction it was earned against a larger
-    /// window).
-    pub(crate) fn reset(&mut self) {
-        self.acked = 0;
-    }
 }
 
 /// Settings of one NewReno instance.
@@ -200,9 +87,6 @@ impl NewRenoParams {
         }
     }
 }
-
-/// "No threshold yet": RFC 9002 §7.3.1 starts with an infinite slow-start threshold.
-pub(crate) const INFINITE: u64 = u64::MAX;
 
 /// Reno's rule for [`Aimd`]: one MSS per window acknowledged, reduce to `cwnd * beta`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -244,25 +128,13 @@ impl NewReno {
     }
 }
 
-/// The traced value of a slow-start threshold: bytes, or -1 while it is infinite.
-pub(crate) fn ssthresh_value(ssthresh: u64) -> f64 {
-    if ssthresh == INFINITE {
-        -1.0
-    } else {
-        ssthresh as f64
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::{AckEvent, CongestionEvent, CongestionKind};
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
-    use std::time::Duration;
+    use crate::controller::{AckEvent, CongestionEvent, CongestionKind, ParamValue, Params};
+    use crate::testing::{self, at};
 
     const MSS: u64 = 1500;
-    const RTT: Duration = Duration::from_millis(100);
 
     fn config() -> ControllerConfig {
         ControllerConfig::default()
@@ -272,37 +144,14 @@ mod tests {
         NewReno::new(&config(), NewRenoParams::from_config(&config()))
     }
 
-    fn at(ms: u64) -> Instant {
-        Instant::from_nanos(ms * 1_000_000)
-    }
-
+    /// An ACK of `bytes` for a packet sent at `sent`, RTT 100 ms.
     fn ack(bytes: u64, sent: Instant) -> AckEvent {
-        AckEvent {
-            acked_bytes: bytes,
-            acked_packets: 1,
-            largest_acked_sent_time: sent,
-            rtt_sample: Some(RTT),
-            min_rtt: Some(RTT),
-            smoothed_rtt: Some(RTT),
-            rate: None,
-            delivered: 0,
-            prior_in_flight: 0,
-            in_flight: 0,
-            app_limited: false,
-            ack_delay: None,
-            one_way_delay: None,
-        }
+        testing::ack(bytes, sent, 100)
     }
 
+    /// A loss of one MSS sent at `sent`.
     fn loss(sent: Instant) -> CongestionEvent {
-        CongestionEvent {
-            kind: CongestionKind::Loss,
-            lost_bytes: MSS,
-            lost_packets: 1,
-            largest_sent_time: sent,
-            prior_in_flight: 0,
-            in_flight: 0,
-        }
+        testing::congestion(CongestionKind::Loss, sent)
     }
 
     /// One round of ACKs: every packet of the current window, one MSS each, sent at `sent`.
@@ -502,11 +351,11 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_and_checks_parameters() {
+    fn info_reads_and_checks_parameters() {
         let mut p = Params::new();
         p.insert("beta".into(), ParamValue::Number(0.7));
         p.insert("initial_window".into(), ParamValue::Number(4.0));
-        let mut c = registry::build("newreno", &p, &config()).unwrap();
+        let mut c = INFO.instantiate(&p, &config()).unwrap();
         assert_eq!(c.cwnd(), 4 * MSS);
         c.on_congestion(at(100), &loss(at(50)));
         assert_eq!(c.cwnd(), 4200);
@@ -519,20 +368,8 @@ mod tests {
         ] {
             let mut p = Params::new();
             p.insert(name.into(), ParamValue::Number(bad));
-            let e = registry::build("newreno", &p, &config()).err().unwrap();
+            let e = INFO.instantiate(&p, &config()).err().unwrap();
             assert!(e.to_string().contains(name), "{e}");
         }
-    }
-
-    #[test]
-    fn additive_increase_carries_fractions() {
-        let mut ai = AdditiveIncrease::default();
-        assert_eq!(ai.on_ack(2999, 3000, 100), 0);
-        assert_eq!(ai.on_ack(1, 3000, 100), 100);
-        // A stretch ACK of several windows adds several MSS and keeps the remainder.
-        assert_eq!(ai.on_ack(7000, 3000, 100), 200);
-        assert_eq!(ai.on_ack(2000, 3000, 100), 100);
-        ai.reset();
-        assert_eq!(ai.on_ack(2999, 3000, 100), 0);
     }
 }

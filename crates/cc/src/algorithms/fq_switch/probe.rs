@@ -2,11 +2,9 @@
 //! slow one at rate r and the fast one at 2r, both doubling each round without loss, until a
 //! round in which both lost; then eq. (1) tells a fair queue from a shared one.
 //!
-//! Source: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion
-//! Control" (seed paper 001, "FQ-detect" below), §III-A steps 1-4 and §VII (jittered pacing);
-//! the reference code's behaviour,
-//! `../shared/reference/ALGORITHMS.md` §14.2-14.3 (CN-TU/PCC-Uspace `pccclient.cpp`,
-//! `pcc_sender.cpp`).
+//! Source: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion Control",
+//! arXiv:2010.08362, 2020 (FQ-detect), §III-A steps 1-4 and §VII (jittered pacing); the reference
+//! code's behaviour, ALGORITHMS.md §14.2-14.3 (CN-TU/PCC-Uspace `pccclient.cpp`, `pcc_sender.cpp`).
 //!
 //! How a round runs (the paper says "every RTT"; the reference decides once per monitor
 //! interval, about every 2.5 RTTs, and so do we):
@@ -41,9 +39,9 @@
 //!   that is what makes it lose everything at a full FIFO; with jitter the lag is lost in the
 //!   noise.
 
-use crate::ledger::{Entry, Ledger};
-use crate::monitor::STALE_RTTS;
-use crate::units::{Instant, Rate};
+use crate::controller::{Instant, Rate};
+use crate::estimators::ledger::{Entry, Ledger};
+use crate::estimators::monitor::STALE_RTTS;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;

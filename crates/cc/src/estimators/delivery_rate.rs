@@ -9,8 +9,7 @@
 //! and its ACK phase, so neither ACK compression nor send bursts inflate it; it is a lower bound
 //! of the bottleneck rate when the flight was application-limited.
 
-use crate::controller::{DeliverySnapshot, RateSample};
-use crate::units::Instant;
+use crate::controller::{DeliverySnapshot, Instant, RateSample};
 use std::time::Duration;
 
 /// What the sampler remembers of the newest packet acknowledged by the ACK being processed.
@@ -158,7 +157,7 @@ impl DeliveryRateSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::Rate;
+    use crate::controller::Rate;
 
     const MSS: u64 = 1000;
 

@@ -6,13 +6,13 @@
 //! loss rate L, t = 0.9, b = 900, c = 11.35; rate control by the utility's gradient, measured
 //! with pairs of monitor intervals (MIs) at x(1 + eps) and x(1 - eps), with a confidence
 //! amplifier and a dynamic change boundary. ALGORITHMS.md §14.4, the facts of the PCC code the
-//! fair-queuing detection paper (seed 001, §III-C and §IV) ran (CN-TU/PCC-Uspace
+//! fair-queuing detection paper (FQ-detect, §III-C and §IV) ran (CN-TU/PCC-Uspace
 //! `src/pcc/pcc_sender.cpp`, UDT build), for every constant of the rate control: eps = 5 %, two
 //! pairs in random order that must agree, STARTING (doubling while the utility rises, half
 //! rate on a fall, immediate PROBING when the RTT exceeds 1.3 x the RTT at the MI's start),
 //! DECISION_MADE until the step direction flips, the amplifier schedule, the change bound
 //! 5 % + 6 % x allowance, the minimum rate 2 Mbit/s and minimum change 0.5 Mbit/s (Mbit =
-//! 2^20 bit). MIs are [`crate::monitor`]'s.
+//! 2^20 bit). MIs are [`crate::estimators::monitor`]'s.
 //!
 //! The latency term is the paper's b x dRTT/dT (not the reference code's 11330 x bytes per
 //! packet x latency inflation), a gradient below 0.01 counting as 0 as in WebRTC's Vivace port
@@ -24,13 +24,12 @@
 //! Owns [`Vivace`], its parameters [`VivaceParams`] and the registry entry [`INFO`].
 
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    SentPacket,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate, SentPacket,
 };
-use crate::monitor::{interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::{Instant, Rate};
+use crate::estimators::monitor::{
+    interval_length, AvgRtt, MonitorQueue, MonitorResult, RATE_BASED_CWND,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -661,10 +660,9 @@ impl Controller for Vivace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::monitor::testing::{sent_packet, Bottleneck, Driver};
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
-    use crate::westwood::testing::{ack_with_rtt, at, value};
+    use crate::controller::{ParamValue, Params};
+    use crate::estimators::monitor::testing::{sent_packet, Bottleneck, Driver};
+    use crate::testing::{ack_with_rtt, at, value};
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
@@ -953,11 +951,11 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_and_checks_the_parameters() {
+    fn info_reads_and_checks_the_parameters() {
         let mut p = Params::new();
         p.insert("latency_coefficient".into(), ParamValue::Number(0.0));
         p.insert("start_rate_bps".into(), ParamValue::Number(4e6));
-        let c = registry::build("vivace", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.pacing_rate(), Some(Rate::from_bits_per_sec(4e6)));
         for (name, bad) in [
             ("latency_coefficient", -1.0),
@@ -968,14 +966,14 @@ mod tests {
         ] {
             let mut p = Params::new();
             p.insert(name.into(), ParamValue::Number(bad));
-            let e = registry::build("vivace", &p, &ControllerConfig::default()).err();
+            let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
             assert!(e.unwrap().to_string().contains(name));
         }
         // A start rate below the minimum (fq_switch hands over the probe's goodput) starts at
         // the minimum rate (pcc_sender.cpp: 2 Mbit/s).
         let mut p = Params::new();
         p.insert("start_rate_bps".into(), ParamValue::Number(1e6));
-        let c = registry::build("vivace", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.pacing_rate(), Some(Rate::from_bits_per_sec(MIN_RATE_BPS)));
     }
 
@@ -986,7 +984,7 @@ mod tests {
         let mut p = Params::new();
         p.insert("start_rate_bps".into(), ParamValue::Number(10e6));
         p.insert("startup".into(), ParamValue::Bool(false));
-        let c = registry::build("vivace", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.state().mode, "probing");
     }
 
@@ -996,7 +994,9 @@ mod tests {
         assert_eq!(PCC_PARAMS[0].name, "latency_coefficient");
         assert_eq!(PCC_PARAMS[0].default, "0");
         assert_eq!(&PCC_PARAMS[1..], &PARAMS[1..]);
-        let c = registry::build("pcc", &Params::new(), &ControllerConfig::default()).unwrap();
+        let c = PCC_INFO
+            .instantiate(&Params::new(), &ControllerConfig::default())
+            .unwrap();
         assert_eq!(c.state().mode, "starting");
     }
 }

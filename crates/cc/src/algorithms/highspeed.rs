@@ -7,16 +7,15 @@
 //! `net/ipv4/tcp_highspeed.c`, whose `hstcp_aimd_vals` table (b(w) stored as `md` x 256,
 //! ALGORITHMS.md §11) is used here as it is: row `i` covers windows up to its bound and gives
 //! a(w) = i + 1 packets per RTT and b(w) = md / 256. The Reno core around it (slow start,
-//! recovery periods, persistent congestion) is [`crate::aimd`], QUIC's form of Linux's.
+//! recovery periods, persistent congestion) is [`crate::algorithms::aimd`], QUIC's form of Linux's.
 //!
 //! Units: windows in bytes; the table is indexed by the window in packets of the transport's
 //! max datagram size. See `docs/highspeed.md` for every choice made.
 
-use crate::aimd::{Aimd, AimdRule, Increase};
-use crate::controller::{Controller, ControllerConfig};
-use crate::params::{ParamError, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::Instant;
+use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
+use crate::controller::{
+    Controller, ControllerConfig, ControllerInfo, Instant, ParamError, ParamReader, ParamSpec,
+};
 
 /// Linux `hstcp_aimd_vals` (RFC 3649 Appendix B): per row, the largest window in packets the
 /// row covers and b(w) x 256. Row `i` increases by `i + 1` packets per RTT.
@@ -179,10 +178,8 @@ impl HighSpeed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::CongestionKind;
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
-    use crate::westwood::testing::{ack, at, congestion, value};
+    use crate::controller::{CongestionKind, ParamValue, Params};
+    use crate::testing::{ack, at, congestion, value};
 
     const MSS: u64 = 1500;
 
@@ -311,12 +308,12 @@ mod tests {
     }
 
     #[test]
-    fn registry_builds_it_without_parameters() {
-        let c = registry::build("highspeed", &Params::new(), &ControllerConfig::default());
+    fn info_builds_it_without_parameters() {
+        let c = INFO.instantiate(&Params::new(), &ControllerConfig::default());
         assert_eq!(c.unwrap().cwnd(), packets(10));
         let mut p = Params::new();
         p.insert("beta".into(), ParamValue::Number(0.5));
-        let e = registry::build("highspeed", &p, &ControllerConfig::default()).err();
+        let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
         assert!(e.unwrap().to_string().contains("takes none"));
     }
 }

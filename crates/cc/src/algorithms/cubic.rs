@@ -11,13 +11,11 @@
 //! max datagram size, `segments_acked` becomes acknowledged bytes), times in seconds as `f64`
 //! inside the window arithmetic only. See `docs/cubic.md` for every choice made.
 
+use crate::algorithms::recovery::{ssthresh_value, RecoveryEpoch};
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec,
 };
-use crate::newreno::{read_open_unit, ssthresh_value, RecoveryEpoch};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::Instant;
 use std::time::Duration;
 
 /// Default multiplicative-decrease factor β_cubic (RFC 9438 §4.6, §5.1).
@@ -107,7 +105,7 @@ fn build(
         });
     }
     let params = CubicParams {
-        beta: read_open_unit(reader, "beta", DEFAULT_BETA)?,
+        beta: reader.factor("beta", DEFAULT_BETA)?,
         c,
         fast_convergence: reader.boolean("fast_convergence", true),
         reno_friendly: reader.boolean("reno_friendly", true),
@@ -547,9 +545,8 @@ impl Controller for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
-    use crate::westwood::testing;
+    use crate::controller::{ParamValue, Params};
+    use crate::testing;
 
     const MSS: u64 = 1500;
     const RTT: Duration = Duration::from_millis(100);
@@ -1059,7 +1056,7 @@ mod tests {
     }
 
     #[test]
-    fn state_and_registry() {
+    fn state_and_info() {
         let c = Cubic::new(&config(10), CubicParams::default());
         let s = c.state();
         assert_eq!(s.mode, "slow_start");
@@ -1079,7 +1076,7 @@ mod tests {
         let mut p = Params::new();
         p.insert("beta".into(), ParamValue::Number(0.5));
         p.insert("hystart".into(), ParamValue::Bool(true));
-        let mut b = registry::build("cubic", &p, &config(10)).unwrap();
+        let mut b = INFO.instantiate(&p, &config(10)).unwrap();
         b.on_congestion(secs(1.0), &c_loss(secs(0.9)));
         assert_eq!(b.cwnd(), 5 * MSS);
         for (name, bad) in [
@@ -1090,7 +1087,7 @@ mod tests {
         ] {
             let mut p = Params::new();
             p.insert(name.into(), bad);
-            let e = registry::build("cubic", &p, &config(10)).err().unwrap();
+            let e = INFO.instantiate(&p, &config(10)).err().unwrap();
             assert!(e.to_string().contains(name), "{e}");
         }
     }

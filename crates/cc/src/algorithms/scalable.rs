@@ -7,17 +7,17 @@
 //! `min(cwnd, TCP_SCALABLE_AI_CNT)` packets, so one packet per 100 acknowledged once cwnd > 100
 //! packets and Reno's one per window below, and `ssthresh = max(cwnd - cwnd / 8, 2)`
 //! (`tcp_scalable_ssthresh`). The Reno core around it (slow start, recovery periods, persistent
-//! congestion) is [`crate::aimd`], QUIC's form of Linux's.
+//! congestion) is [`crate::algorithms::aimd`], QUIC's form of Linux's.
 //!
 //! `ai_count` is Linux's `TCP_SCALABLE_AI_CNT`: 100 in mainline (a = 0.01 as the paper), 50 in
-//! the Linux 3.5.7 module the SIAD evaluation (seed paper 004 §IV) used. See
+//! the Linux 3.5.7 module the SIAD evaluation (SIAD paper §IV) used. See
 //! `docs/scalable.md` for what 50 means here and every other choice made.
 
-use crate::aimd::{Aimd, AimdRule, Increase};
-use crate::controller::{Controller, ControllerConfig};
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::Instant;
+use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
+use crate::controller::{
+    Controller, ControllerConfig, ControllerInfo, Instant, ParamError, ParamKind, ParamReader,
+    ParamSpec,
+};
 
 /// Default `ai_count`: acknowledged packets per one-packet increase, a = 1/100 (Kelly 2003;
 /// mainline tcp_scalable.c `TCP_SCALABLE_AI_CNT`).
@@ -99,10 +99,8 @@ impl Scalable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::CongestionKind;
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
-    use crate::westwood::testing::{ack, at, congestion};
+    use crate::controller::{CongestionKind, ParamValue, Params};
+    use crate::testing::{ack, at, congestion};
 
     const MSS: u64 = 1500;
 
@@ -211,14 +209,14 @@ mod tests {
     }
 
     #[test]
-    fn registry_reads_and_checks_ai_count() {
+    fn info_reads_and_checks_ai_count() {
         let mut p = Params::new();
         p.insert("ai_count".into(), ParamValue::Number(50.0));
-        let c = registry::build("scalable", &p, &ControllerConfig::default()).unwrap();
+        let c = INFO.instantiate(&p, &ControllerConfig::default()).unwrap();
         assert_eq!(c.state().values[2], ("ai_bytes", 75_000.0));
         for bad in [0.0, 0.5, 2e6] {
             p.insert("ai_count".into(), ParamValue::Number(bad));
-            let e = registry::build("scalable", &p, &ControllerConfig::default()).err();
+            let e = INFO.instantiate(&p, &ControllerConfig::default()).err();
             assert!(e.unwrap().to_string().contains("ai_count"));
         }
     }

@@ -2,28 +2,29 @@
 //! congestion event when the one-way queuing delay reaches a threshold; and `rtt_dc`, the same
 //! controller driven by RTT - RTT_min instead.
 //!
-//! Sources: seed paper 000 (QUIC Delay Control), §3: RTT = T_p + T_q (eq. (1)-(2)), one-way
-//! delay OWD_i = t_r,i - t_s,i (eq. (3)), its variation OWDV_i (eq. (4)), the one-way queuing
-//! delay OWQD_i = OWQD_i-1 + OWDV_i (eq. (5), in `crate::owqd`), the delay congestion event
-//! OWQD >= tau (eq. (6)), the reaction of Westwood+ after 3 duplicate ACKs, cwnd = BWE x RTT_min,
-//! and a faster BWE low-pass filter (eq. (7), symbols lost in the seed text); §5: tau as a
-//! fraction (10/20/50/80 %) of the bottleneck buffer in time. ALGORITHMS.md §8.2-§8.4 and §8.7
-//! restate them with the facts of the authors' mvfst code (b4lt0/qw `WestwoodOWD.cpp`,
-//! experiment era): filter old weight 0.25 in both stages (the paper as quoted by a port:
-//! 0.2), OWQD clamped at 0 and reset to 0 after a delay reaction and on every loss callback,
-//! the delay check on every ACK, ACKs of packets sent before the last loss reduction ignored
-//! for growth and BWE, persistent congestion to the minimum window. The Westwood+ part is
-//! `crate::westwood` (Linux `tcp_westwood.c`).
+//! Sources: the QUIC-DC paper (Mascolo et al., arXiv 2025), §3: RTT = T_p + T_q (eq. (1)-(2)),
+//! one-way delay OWD_i = t_r,i - t_s,i (eq. (3)), its variation OWDV_i (eq. (4)), the one-way
+//! queuing delay OWQD_i = OWQD_i-1 + OWDV_i (eq. (5), in `crate::estimators::owqd`), the delay
+//! congestion event OWQD >= tau (eq. (6)), the reaction of Westwood+ after 3 duplicate ACKs,
+//! cwnd = BWE x RTT_min, and a faster BWE low-pass filter (eq. (7), illegible in our copy of the
+//! paper); §5: tau as a fraction (10/20/50/80 %) of the bottleneck buffer in time. ALGORITHMS.md
+//! §8.2-§8.4 and §8.7 restate them with the facts of the authors' mvfst code (b4lt0/qw
+//! `WestwoodOWD.cpp`, experiment era): filter old weight 0.25 in both stages (the paper as quoted
+//! by a port: 0.2), OWQD clamped at 0 and reset to 0 after a delay reaction and on every loss
+//! callback, the delay check on every ACK, ACKs of packets sent before the last loss reduction
+//! ignored for growth and BWE, persistent congestion to the minimum window. The Westwood+ part is
+//! `crate::algorithms::westwood` (Linux `tcp_westwood.c`).
 //!
 //! This module owns [`QuicDc`] and its [`Signal`]; it registers `quic_dc` and `rtt_dc`. See
 //! `docs/quic_dc.md` for the equations and every choice made.
 
-use crate::controller::{AckEvent, CongestionEvent, Controller, ControllerConfig, ControllerState};
-use crate::owqd::OwqdEstimator;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::{duration_nanos, Instant};
-use crate::westwood::{read_old_weight, WestwoodCore};
+use crate::algorithms::westwood::{read_old_weight, WestwoodCore};
+use crate::controller::units::duration_nanos;
+use crate::controller::{
+    AckEvent, CongestionEvent, Controller, ControllerConfig, ControllerInfo, ControllerState,
+    Instant, ParamError, ParamKind, ParamReader, ParamSpec,
+};
+use crate::estimators::owqd::OwqdEstimator;
 use std::time::Duration;
 
 /// Default filter old weight: the authors' experiment-era mvfst code, 2/8 (ALGORITHMS.md §8.2).
@@ -68,7 +69,7 @@ pub const PARAMS: &[ParamSpec] = &[
 /// Registry entry for `quic_dc`.
 pub const INFO: ControllerInfo = ControllerInfo {
     name: "quic_dc",
-    summary: "QUIC-DC: Westwood+ with one-way queuing-delay congestion events (seed 000, §3)",
+    summary: "QUIC-DC: Westwood+ with one-way queuing-delay congestion events (QUIC-DC paper §3)",
     params: PARAMS,
     one_way_delay: true,
     runtime_params: &[],
@@ -79,7 +80,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
 /// Registry entry for `rtt_dc`: QUIC-DC with the queuing delay taken from RTT - RTT_min.
 pub const RTT_DC_INFO: ControllerInfo = ControllerInfo {
     name: "rtt_dc",
-    summary: "QUIC-DC with RTT - RTT_min as the queuing-delay signal (seed 000, §3 contrast)",
+    summary: "QUIC-DC with RTT - RTT_min as the queuing-delay signal (QUIC-DC paper §3 contrast)",
     params: PARAMS,
     one_way_delay: true,
     runtime_params: &[],
@@ -210,7 +211,7 @@ impl QuicDcParams {
     }
 }
 
-/// A QUIC-DC controller (seed paper 000, §3), or rtt_dc with [`Signal::Rtt`].
+/// A QUIC-DC controller (QUIC-DC paper §3), or rtt_dc with [`Signal::Rtt`].
 #[derive(Clone, Debug)]
 pub struct QuicDc {
     core: WestwoodCore,
@@ -369,10 +370,8 @@ impl Controller for QuicDc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::CongestionKind;
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
-    use crate::westwood::testing::*;
+    use crate::controller::{CongestionKind, ParamValue, Params};
+    use crate::testing::*;
 
     const MSS: u64 = 1500;
 
@@ -509,7 +508,8 @@ mod tests {
     fn default_filter_is_the_authors_quarter_weight() {
         // ALGORITHMS.md §8.2: old weight 0.25 in both stages; raw samples 0.8, 1.6, 0.8 MB/s
         // give 0.8, 1.25, 1.025 MB/s (hand-computed; floating point, 1e-9 relative).
-        let mut c = registry::build("quic_dc", &Params::new(), &ControllerConfig::default())
+        let mut c = INFO
+            .instantiate(&Params::new(), &ControllerConfig::default())
             .expect("default build");
         let size = |t: u64| [800, 1600, 800, 800][((t - 50) / 51) as usize];
         ack_every_ms(c.as_mut(), 50, 100, 50, size);
@@ -625,29 +625,31 @@ mod tests {
     }
 
     fn build_named(
-        name: &str,
+        info: &ControllerInfo,
         params: &[(&str, ParamValue)],
     ) -> Result<Box<dyn Controller>, String> {
         let p: Params = params
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
-        registry::build(name, &p, &ControllerConfig::default()).map_err(|e| e.to_string())
+        info.instantiate(&p, &ControllerConfig::default())
+            .map_err(|e| e.to_string())
     }
 
     #[test]
     fn tau_parameters() {
         let ms = |t: &str| ParamValue::Text(t.to_string());
         let num = ParamValue::Number;
-        for name in ["quic_dc", "rtt_dc"] {
+        for info in [&INFO, &RTT_DC_INFO] {
+            let name = info.name;
             // Nothing given: the documented default, 10 ms.
-            let c = build_named(name, &[]).unwrap();
+            let c = build_named(info, &[]).unwrap();
             assert_eq!(value(c.as_ref(), "tau_ms"), 10.0);
-            let c = build_named(name, &[("threshold", ms("8ms"))]).unwrap();
+            let c = build_named(info, &[("threshold", ms("8ms"))]).unwrap();
             assert_eq!(value(c.as_ref(), "tau_ms"), 8.0);
             // 10 % of a 200 ms buffer (4 BDP at 10 Mbps / 50 ms) is 20 ms.
             let c = build_named(
-                name,
+                info,
                 &[
                     ("threshold_fraction", num(0.1)),
                     ("buffer_time", ms("200ms")),
@@ -656,7 +658,7 @@ mod tests {
             .unwrap();
             assert_eq!(value(c.as_ref(), "tau_ms"), 20.0);
             let c = build_named(
-                name,
+                info,
                 &[
                     ("threshold_fraction", num(1.0)),
                     ("buffer_time", ms("100ms")),
@@ -703,12 +705,12 @@ mod tests {
                 (vec![("bwe_old_weight", num(1.0))], "`bwe_old_weight`"),
                 (vec![("tau", ms("8ms"))], "unknown parameter"),
             ] {
-                let e = build_named(name, &params).err().expect("must be rejected");
+                let e = build_named(info, &params).err().expect("must be rejected");
                 assert!(e.contains(culprit), "{name} {params:?}: {e}");
             }
         }
         // The message says what is accepted.
-        let e = build_named("quic_dc", &[("threshold_fraction", num(0.1))])
+        let e = build_named(&INFO, &[("threshold_fraction", num(0.1))])
             .err()
             .unwrap();
         assert!(e.contains("accepted") && e.contains("buffer_time"), "{e}");

@@ -1,13 +1,15 @@
 //! `fq_switch`: detect fair queuing at flow start-up, then hand the connection to one
 //! controller if the bottleneck is a fair queue and to another if not.
 //!
-//! Source: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion
-//! Control" (seed paper 001), §III: the start-up probe ([`crate::fq_probe`]), then "if FQ is
-//! used change to a delay-based CCA or revert to a loss-based CCA otherwise" (§III step 2),
-//! by default the paper's pair: `delay_fq` (§III-B) and the loss-based PCC, `pcc` (§III-C: "we
-//! use the algorithm PCC"; the reference code falls back to its loss-only utility,
-//! PCC_CLASSIC, ALGORITHMS.md §14.3: `vivace`'s rate control without the latency term).
-//! Either may be any registered controller (`fq` and `fifo`).
+//! Source: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion Control"
+//! (arXiv:2010.08362, 2020; FQ-detect), §III: the start-up probe ([`probe`]), then "if FQ is used
+//! change to a delay-based CCA or revert to a loss-based CCA otherwise" (§III step 2), by default
+//! the paper's pair: `delay_fq` (§III-B) and the loss-based PCC, `pcc` (§III-C: "we use the
+//! algorithm PCC"; the reference code falls back to its loss-only utility, PCC_CLASSIC,
+//! ALGORITHMS.md §14.3: `vivace`'s rate control without the latency term). Either may be any
+//! registered controller (`fq` and `fifo`): the registry hands [`build`] its list of controllers
+//! ([`info`] takes the constructor that does so), so this module finds them by name without
+//! depending on the registry.
 //!
 //! The probe needs a second subflow over the same path, a flow of its own to the bottleneck:
 //! [`Controller::extra_subflows`] asks the transport for it while the probe runs, and
@@ -26,15 +28,15 @@
 //! from there; the running controller pauses meanwhile. If the decision is the same it
 //! resumes; otherwise the other controller takes over as above.
 
-use crate::controller::SentPacket;
+pub mod probe;
+
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+    AckEvent, BuildFn, CongestionEvent, CongestionKind, Controller, ControllerConfig,
+    ControllerInfo, ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec,
+    ParamValue, Params, Rate, SentPacket,
 };
-use crate::fq_probe::{Outcome, Probe, ProbeConfig};
-use crate::monitor::RATE_BASED_CWND;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue, Params};
-use crate::registry::{self, ControllerInfo};
-use crate::units::{Instant, Rate};
+use crate::estimators::monitor::RATE_BASED_CWND;
+use probe::{Outcome, Probe, ProbeConfig};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -100,44 +102,53 @@ pub const PARAMS: &[ParamSpec] = &[
     },
 ];
 
-/// Registry entry for `fq_switch`.
-pub const INFO: ControllerInfo = ControllerInfo {
-    name: "fq_switch",
-    summary: "fair-queuing detection at start-up with two subflows, then delay-based under FQ \
-              and loss-based otherwise (Bachl et al., seed 001)",
-    params: PARAMS,
-    one_way_delay: false,
-    runtime_params: &[],
-    subflows: true,
-    build,
-};
+/// Registry entry for `fq_switch`, built by `build`: a function that calls [`build`] with the
+/// controllers `fq_switch` may hand over to.
+pub const fn info(build: BuildFn) -> ControllerInfo {
+    ControllerInfo {
+        name: "fq_switch",
+        summary: "fair-queuing detection at start-up with two subflows, then delay-based under FQ \
+              and loss-based otherwise (FQ-detect, Bachl et al.)",
+        params: PARAMS,
+        one_way_delay: false,
+        runtime_params: &[],
+        subflows: true,
+        build,
+    }
+}
 
 /// The choice `fq_switch` makes, and how it probes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct SwitchConfig {
     /// Controller under fair queuing.
-    pub fq: String,
+    pub fq: &'static ControllerInfo,
     /// Controller otherwise.
-    pub fifo: String,
+    pub fifo: &'static ControllerInfo,
     /// The probe (its start rate is the first probe's).
     pub probe: ProbeConfig,
     /// Time from a decision to the next probe, if it probes again.
     pub redetect: Option<Duration>,
 }
 
-/// A controller `fq_switch` may hand over to: registered and not itself.
-fn inner_name(reader: &ParamReader, param: &str, default: &str) -> Result<String, ParamError> {
+/// The controller of `catalog` named by `param` that `fq_switch` may hand over to: one that
+/// needs no subflows (so not itself).
+fn inner(
+    catalog: &'static [ControllerInfo],
+    reader: &ParamReader,
+    param: &str,
+    default: &str,
+) -> Result<&'static ControllerInfo, ParamError> {
     let name = reader.name(param, default);
     let accepted = || {
-        registry::controllers()
+        catalog
             .iter()
             .filter(|c| !c.subflows)
             .map(|c| c.name)
             .collect::<Vec<_>>()
             .join(", ")
     };
-    match registry::find(&name) {
-        Some(info) if !info.subflows => Ok(name),
+    match catalog.iter().find(|c| c.name == name) {
+        Some(info) if !info.subflows => Ok(info),
         _ => Err(ParamError {
             name: param.to_string(),
             message: format!(
@@ -148,7 +159,9 @@ fn inner_name(reader: &ParamReader, param: &str, default: &str) -> Result<String
     }
 }
 
-fn build(
+/// Builds `fq_switch`, handing over to controllers of `catalog` (the registry's list).
+pub fn build(
+    catalog: &'static [ControllerInfo],
     reader: &ParamReader,
     config: &ControllerConfig,
 ) -> Result<Box<dyn Controller>, ParamError> {
@@ -160,8 +173,8 @@ fn build(
         Duration::from_secs(3600),
     )?;
     let switch = SwitchConfig {
-        fq: inner_name(reader, "fq", "delay_fq")?,
-        fifo: inner_name(reader, "fifo", "pcc")?,
+        fq: inner(catalog, reader, "fq", "delay_fq")?,
+        fifo: inner(catalog, reader, "fifo", "pcc")?,
         probe: ProbeConfig {
             start_rate: Rate::from_bits_per_sec(start),
             jitter: reader.number_in("jitter", 0.5, 0.0, 0.9)?,
@@ -314,12 +327,11 @@ impl FqSwitch {
     }
 
     fn inner_for(&self, outcome: &Outcome) -> &'static ControllerInfo {
-        let name = if outcome.fair_queuing {
-            &self.switch.fq
+        if outcome.fair_queuing {
+            self.switch.fq
         } else {
-            &self.switch.fifo
-        };
-        registry::find(name).expect("checked when fq_switch was built")
+            self.switch.fifo
+        }
     }
 
     fn takes_start_rate(&self, outcome: &Outcome) -> bool {
@@ -340,7 +352,7 @@ impl FqSwitch {
         if info.params.iter().any(|p| p.name == STARTUP) {
             params.insert(STARTUP.into(), ParamValue::Bool(false));
         }
-        registry::build(info.name, &params, &self.config)
+        info.instantiate(&params, &self.config)
             .expect("a registered controller builds with its own start parameters")
     }
 

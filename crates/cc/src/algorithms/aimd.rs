@@ -5,20 +5,19 @@
 //! congestion-avoidance increase (`cong_avoid`) and its slow-start threshold (`ssthresh`)
 //! (ALGORITHMS.md §1.4). This module is that core in QUIC's form (RFC 9002 §7): initial window
 //! and slow start (§7.2, §7.3.1), one reduction per recovery period keyed on send times
-//! (§7.3.2, `newreno::RecoveryEpoch`), the threshold floored at the minimum window (RFC 5681
+//! (§7.3.2, `recovery::RecoveryEpoch`), the threshold floored at the minimum window (RFC 5681
 //! §3.1 eq. (4)), persistent congestion to the minimum window (§7.6.2), no growth while
 //! application-limited (§7.8), and the byte-exact additive increase (RFC 5681 §3.1 eq. (3),
-//! `newreno::AdditiveIncrease`). An [`AimdRule`] supplies the rest; NewReno is this skeleton
+//! `recovery::AdditiveIncrease`). An [`AimdRule`] supplies the rest; NewReno is this skeleton
 //! with Reno's rule (`newreno::RenoRule`).
 //!
 //! Owns [`Aimd`] (the controller around a rule), [`AimdRule`] and [`Increase`].
 
+use crate::algorithms::recovery::{ssthresh_value, AdditiveIncrease, RecoveryEpoch, INFINITE};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    SentPacket,
+    Instant, SentPacket,
 };
-use crate::newreno::{ssthresh_value, AdditiveIncrease, RecoveryEpoch, INFINITE};
-use crate::units::Instant;
 
 /// A congestion-avoidance increase: `packets` MSS for every `per_bytes` bytes acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,7 +180,7 @@ impl<R: AimdRule> Controller for Aimd<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::westwood::testing::{ack, at, congestion};
+    use crate::testing::{ack, at, congestion};
 
     /// A rule that records which hook the skeleton called and when: 3 MSS per 10 MSS
     /// acknowledged (one MSS per 5000 bytes), and a reduction to a quarter of the window.

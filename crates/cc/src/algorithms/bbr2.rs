@@ -16,14 +16,17 @@
 //! See `docs/bbr2.md` for the model, the constants and every choice made where the sources
 //! leave room.
 
-use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
-    SentPacket,
+use crate::algorithms::bbr_common::{
+    initial_pacing_rate, pacing_rate, CaState, Mode, CWND_GAIN, FULL_BW_CNT, FULL_BW_THRESH,
+    MIN_CWND_PACKETS, MIN_RTT_WINDOW, PACING_MARGIN, PROBE_DOWN_GAIN, PROBE_RTT_DURATION,
+    PROBE_UP_EXTRA_PACKETS, PROBE_UP_GAIN, QUANTA_IN_BUDGET,
 };
-use crate::newreno::RecoveryEpoch;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec};
-use crate::registry::ControllerInfo;
-use crate::units::{duration_nanos, Instant, Rate};
+use crate::algorithms::recovery::RecoveryEpoch;
+use crate::controller::units::duration_nanos;
+use crate::controller::{
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, Rate, SentPacket,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -35,20 +38,8 @@ const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
 const STARTUP_CWND_GAIN: f64 = HIGH_GAIN;
 /// DRAIN pacing gain 1/high_gain (tcp_bbr2.c `bbr_drain_gain`).
 const DRAIN_GAIN: f64 = 1.0 / HIGH_GAIN;
-/// PROBE_BW cwnd gain (tcp_bbr2.c `bbr_cwnd_gain`).
-const CWND_GAIN: f64 = 2.0;
-/// PROBE_UP pacing gain (tcp_bbr2.c `bbr_pacing_gain[BBR_BW_PROBE_UP]`).
-const UP_GAIN: f64 = 1.25;
 /// PROBE_RTT cwnd as a fraction of the BDP (tcp_bbr2.c `bbr_probe_rtt_cwnd_gain`).
 const PROBE_RTT_CWND_GAIN: f64 = 0.5;
-/// Bandwidth growth that counts as "still growing" in STARTUP (tcp_bbr2.c `bbr_full_bw_thresh`).
-const FULL_BW_THRESH: f64 = 1.25;
-/// min_rtt filter window (tcp_bbr2.c `bbr_min_rtt_win_sec`).
-const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
-/// Smallest cwnd, in packets (tcp_bbr2.c `bbr_cwnd_min_target`).
-const CWND_MIN_TARGET_PACKETS: u64 = 4;
-/// Pacing 1 % below the bandwidth estimate (tcp_bbr2.c `bbr_pacing_margin_percent`).
-const PACING_MARGIN: f64 = 0.01;
 /// PROBE_UP ends once inflight reaches this multiple of the BDP (tcp_bbr2.c
 /// `bbr_bw_probe_pif_gain`).
 const BW_PROBE_PIF_GAIN: f64 = 1.25;
@@ -84,8 +75,6 @@ const MAX_LOSS_EVENTS_IN_ROUND: u32 = 15;
 const MIN_TSO_RATE_BPS: f64 = 1.2e6;
 /// Largest send quantum (draft-02 BBRSetSendQuantum: 64 KB).
 const MAX_SEND_QUANTUM: u64 = 64 * 1024;
-/// Nominal RTT before the first sample (tcp_bbr2.c `bbr_init_pacing_rate_from_rtt`).
-const NOMINAL_RTT: Duration = Duration::from_millis(1);
 /// "Unset" inflight bound (tcp_bbr2.c `~0U`).
 const UNSET: u64 = u64::MAX;
 
@@ -216,9 +205,9 @@ fn build(
         ecn_max_rtt: reader
             .duration("ecn_max_rtt", Some(d.ecn_max_rtt))
             .unwrap_or(d.ecn_max_rtt),
-        full_bw_cnt: read_count(reader, "full_bw_cnt", d.full_bw_cnt, 1, 7)?,
-        full_loss_cnt: read_count(reader, "full_loss_cnt", d.full_loss_cnt, 0, 15)?,
-        full_ecn_cnt: read_count(reader, "full_ecn_cnt", d.full_ecn_cnt, 0, 3)?,
+        full_bw_cnt: count(reader, "full_bw_cnt", d.full_bw_cnt, 1, 7)?,
+        full_loss_cnt: count(reader, "full_loss_cnt", d.full_loss_cnt, 0, 15)?,
+        full_ecn_cnt: count(reader, "full_ecn_cnt", d.full_ecn_cnt, 0, 3)?,
         bw_probe_reno_gain: reader.number_in(
             "bw_probe_reno_gain",
             d.bw_probe_reno_gain,
@@ -243,23 +232,16 @@ fn build(
     Ok(Box::new(Bbr2::new(config, params)))
 }
 
-/// Reads a whole number in `[lo, hi]`.
-fn read_count(
+/// A whole-number parameter in `[lo, hi]` that a `u32` holds.
+fn count(
     reader: &ParamReader,
     name: &str,
     default: u32,
     lo: u32,
     hi: u32,
 ) -> Result<u32, ParamError> {
-    let v = reader.number_in(name, f64::from(default), f64::from(lo), f64::from(hi))?;
-    if v.fract() == 0.0 {
-        Ok(v as u32)
-    } else {
-        Err(ParamError {
-            name: name.to_string(),
-            message: format!("{v} is not a whole number; accepted: {lo} to {hi}"),
-        })
-    }
+    let v = reader.whole_number_in(name, default.into(), lo.into(), hi.into())?;
+    Ok(u32::try_from(v).expect("at most hi, a u32"))
 }
 
 /// Settings of one BBR v2 instance.
@@ -304,25 +286,16 @@ impl Default for Bbr2Params {
             ecn: false,
             ecn_thresh: 0.5,
             ecn_max_rtt: Duration::from_millis(5),
-            full_bw_cnt: 3,
+            full_bw_cnt: FULL_BW_CNT,
             full_loss_cnt: 8,
             full_ecn_cnt: 2,
             bw_probe_reno_gain: 1.0,
-            down_gain: 0.75,
+            down_gain: PROBE_DOWN_GAIN,
             drain_to_target: true,
             probe_rtt_interval: Duration::from_secs(5),
-            probe_rtt_duration: Duration::from_millis(200),
+            probe_rtt_duration: PROBE_RTT_DURATION,
         }
     }
-}
-
-/// Top-level BBR mode (tcp_bbr2.c `enum bbr_mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Startup,
-    Drain,
-    ProbeBw,
-    ProbeRtt,
 }
 
 /// PROBE_BW sub-state (tcp_bbr2.c `enum bbr_pacing_gain_phase`).
@@ -342,14 +315,6 @@ enum AckPhase {
     ProbeStarting,
     ProbeFeedback,
     ProbeStopping,
-}
-
-/// The transport's loss-recovery state as BBR sees it (Linux `icsk_ca_state`, reduced).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum CaState {
-    Open,
-    Recovery,
-    Loss,
 }
 
 /// What the controller keeps of a sent packet (Linux `scb->tx`), to judge its loss later.
@@ -572,7 +537,7 @@ impl Bbr2 {
 
     /// Smallest cwnd (tcp_bbr2.c `bbr_cwnd_min_target`, 4 packets).
     fn min_cwnd(&self) -> u64 {
-        CWND_MIN_TARGET_PACKETS * self.mss
+        MIN_CWND_PACKETS * self.mss
     }
 
     /// Rounds `bytes` up to whole packets.
@@ -605,9 +570,11 @@ impl Bbr2 {
     /// tcp_bbr2.c `bbr_quantization_budget` with `cwnd_tso_budget = 1` (flooring): at least
     /// 3 send quanta and 4 packets, plus 2 packets in PROBE_UP.
     fn quantization_budget(&self, cwnd: u64) -> u64 {
-        let mut cwnd = cwnd.max(3 * self.send_quantum()).max(self.min_cwnd());
+        let mut cwnd = cwnd
+            .max(QUANTA_IN_BUDGET * self.send_quantum())
+            .max(self.min_cwnd());
         if self.mode == Mode::ProbeBw && self.phase == Phase::Up {
-            cwnd += 2 * self.mss;
+            cwnd += PROBE_UP_EXTRA_PACKETS * self.mss;
         }
         cwnd
     }
@@ -1357,7 +1324,7 @@ impl Bbr2 {
             Mode::Startup => (HIGH_GAIN, STARTUP_CWND_GAIN),
             Mode::Drain => (DRAIN_GAIN, STARTUP_CWND_GAIN),
             Mode::ProbeBw => match self.phase {
-                Phase::Up => (UP_GAIN, CWND_GAIN),
+                Phase::Up => (PROBE_UP_GAIN, CWND_GAIN),
                 Phase::Down => (self.p.down_gain, CWND_GAIN),
                 Phase::Cruise | Phase::Refill => (1.0, CWND_GAIN),
             },
@@ -1367,21 +1334,14 @@ impl Bbr2 {
 
     /// Pacing rate = gain x bw, 1 % margin (tcp_bbr2.c `bbr_bw_to_pacing_rate`).
     fn pacing_rate_for(&self, bw: Rate, gain: f64) -> Rate {
-        bw.scaled(gain * (1.0 - PACING_MARGIN))
+        pacing_rate(bw, gain, PACING_MARGIN)
     }
 
     /// high_gain x cwnd / srtt, 1 ms nominal before a sample (tcp_bbr2.c
     /// `bbr_init_pacing_rate_from_rtt`).
     fn init_pacing_rate_from_rtt(&mut self, srtt: Option<Duration>) {
-        let rtt = match srtt {
-            Some(rtt) => {
-                self.has_seen_rtt = true;
-                rtt.max(Duration::from_micros(1))
-            }
-            None => NOMINAL_RTT,
-        };
-        let bw = Rate::from_bytes_over(self.cwnd, rtt);
-        self.pacing_rate = self.pacing_rate_for(bw, HIGH_GAIN);
+        self.has_seen_rtt |= srtt.is_some();
+        self.pacing_rate = initial_pacing_rate(self.cwnd, srtt, HIGH_GAIN, PACING_MARGIN);
     }
 
     /// The pacing rate only rises until the pipe is full (tcp_bbr2.c `bbr_set_pacing_rate`;
@@ -1507,13 +1467,11 @@ impl Bbr2 {
     /// Mode name for traces.
     fn mode_name(&self) -> &'static str {
         match (self.mode, self.phase) {
-            (Mode::Startup, _) => "startup",
-            (Mode::Drain, _) => "drain",
             (Mode::ProbeBw, Phase::Down) => "probe_bw_down",
             (Mode::ProbeBw, Phase::Cruise) => "probe_bw_cruise",
             (Mode::ProbeBw, Phase::Refill) => "probe_bw_refill",
             (Mode::ProbeBw, Phase::Up) => "probe_bw_up",
-            (Mode::ProbeRtt, _) => "probe_rtt",
+            (mode, _) => mode.name(),
         }
     }
 }
@@ -1674,10 +1632,8 @@ fn bytes_value(v: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::{DeliverySnapshot, RateSample};
-    use crate::delivery_rate::DeliveryRateSampler;
-    use crate::params::{ParamValue, Params};
-    use crate::registry;
+    use crate::controller::{DeliverySnapshot, ParamValue, Params, RateSample};
+    use crate::estimators::delivery_rate::DeliveryRateSampler;
 
     const MSS: u64 = 1500;
 
@@ -2508,7 +2464,7 @@ mod tests {
                 (0.45..=0.55 + MSS as f64 / bdp).contains(&r),
                 "cwnd / BDP = {r}"
             );
-            assert!(w > CWND_MIN_TARGET_PACKETS * MSS, "v2, not v1's 4 packets");
+            assert!(w > MIN_CWND_PACKETS * MSS, "v2, not v1's 4 packets");
         }
         let (exit, mode) = exited.expect("left PROBE_RTT");
         let held = (exit - held_from.expect("held")).as_secs_f64();
@@ -2615,8 +2571,8 @@ mod tests {
     }
 
     #[test]
-    fn registry_builds_with_defaults_and_rejects_bad_parameters() {
-        let mut c = registry::build("bbr2", &Params::new(), &config(1)).unwrap();
+    fn info_builds_with_defaults_and_rejects_bad_parameters() {
+        let mut c = INFO.instantiate(&Params::new(), &config(1)).unwrap();
         assert_eq!(c.cwnd(), 10 * MSS);
         // Initial pacing: high_gain x initial window / 1 ms nominal RTT, 1 % margin.
         let pacing = c.pacing_rate().expect("BBR paces").bytes_per_sec();
@@ -2653,7 +2609,7 @@ mod tests {
         p.insert("ecn".into(), ParamValue::Bool(true));
         p.insert("probe_rtt_interval".into(), ParamValue::Text("10s".into()));
         p.insert("full_loss_cnt".into(), ParamValue::Number(0.0));
-        assert!(registry::build("bbr2", &p, &config(1)).is_ok());
+        assert!(INFO.instantiate(&p, &config(1)).is_ok());
 
         let bad = [
             ("loss_thresh", ParamValue::Number(0.0)),
@@ -2683,7 +2639,7 @@ mod tests {
         for (name, v) in bad {
             let mut p = Params::new();
             p.insert(name.into(), v.clone());
-            let e = registry::build("bbr2", &p, &config(1)).err();
+            let e = INFO.instantiate(&p, &config(1)).err();
             let e = e.unwrap_or_else(|| panic!("{name} = {v} accepted"));
             assert!(e.to_string().contains(name), "{e}");
         }

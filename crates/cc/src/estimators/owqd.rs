@@ -1,4 +1,4 @@
-//! One-way queuing-delay (OWQD) estimator of QUIC-DC (seed paper 000, eq. (3)-(5);
+//! One-way queuing-delay (OWQD) estimator of QUIC-DC (QUIC-DC paper, eq. (3)-(5);
 //! ALGORITHMS.md §8.2 and §8.7; as in the authors' mvfst code `WestwoodOWD.cpp`).
 //!
 //! This module owns [`OwqdEstimator`]. Each sample is a packet's send time on the sender's clock
@@ -8,8 +8,7 @@
 //! is the running sum of the variations (eq. (5)), clamped at zero: it measures the one-way delay
 //! relative to the last reset, assuming the queue was empty then (§8.7).
 
-use crate::controller::OneWayDelaySample;
-use crate::units::Instant;
+use crate::controller::{Instant, OneWayDelaySample};
 use std::time::Duration;
 
 /// Running one-way queuing-delay estimate from receiver timestamps (QUIC-DC eq. (3)-(5)).

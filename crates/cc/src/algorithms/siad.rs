@@ -1,11 +1,12 @@
 //! TCP SIAD, Scalable Increase Adaptive Decrease, counted in packets as the authors' module.
 //!
-//! Source: M. Kühlewind, "TCP SIAD: Congestion Control supporting High Speed and Low Latency"
-//! (seed paper 004, §III; equations (3)-(19)), and the behaviour of the authors' Linux module
-//! `tcp_siad.c` as ALGORITHMS.md §13.4 restates it (where the paper leaves room). The five
-//! parts: Scalable Increase (eq. 3), the Trend (eq. 4-5), Fast Increase (eq. 6; slow start uses
-//! the same mechanism), Adaptive Decrease with the estimated window at the congestion event
-//! (eq. 7-14), and Additional Decrease (eq. 15-19). `docs/siad.md` lists every choice made.
+//! Source: the SIAD paper, M. Kühlewind, "TCP SIAD: Congestion Control supporting High Speed and
+//! Low Latency", ETH TIK Technical Report 367, 2016 (§III; equations (3)-(19)), and the behaviour
+//! of the authors' Linux module `tcp_siad.c` as ALGORITHMS.md §13.4 restates it (where the paper
+//! leaves room). The five parts: Scalable Increase (eq. 3), the Trend (eq. 4-5), Fast Increase
+//! (eq. 6; slow start uses the same mechanism), Adaptive Decrease with the estimated window at
+//! the congestion event (eq. 7-14), and Additional Decrease (eq. 15-19). `docs/siad.md` lists
+//! every choice made.
 //!
 //! As in the module, the window and its thresholds are whole packets, and the increase step is
 //! kept as `increase` = alpha x Num_RTT (fixed point), so alpha = increase / Num_RTT and the ACK
@@ -13,13 +14,11 @@
 //! transport gives one ACK event per ACK; a recovery period (RFC 9002 §7.3.2) stands in for
 //! Linux's Recovery/CWR states, in which the module is not called.
 
+use crate::algorithms::recovery::RecoveryEpoch;
 use crate::controller::{
-    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerState,
+    AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
+    ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec, ParamValue,
 };
-use crate::newreno::RecoveryEpoch;
-use crate::params::{ParamError, ParamKind, ParamReader, ParamSpec, ParamValue};
-use crate::registry::ControllerInfo;
-use crate::units::Instant;
 use std::time::Duration;
 
 /// Default number of RTTs per congestion epoch (`NUM_RTT` of tcp_siad.c).
@@ -27,9 +26,9 @@ pub const DEFAULT_NUM_RTT: u64 = 20;
 /// Default resolution of RTT samples: the module's jiffies at HZ = 1000.
 const DEFAULT_RTT_GRANULARITY: Duration = Duration::from_millis(1);
 /// Fewest RTTs per epoch the module accepts (`MIN_RTT`).
-const MIN_NUM_RTT: f64 = 2.0;
+const MIN_NUM_RTT: u64 = 2;
 /// Most RTTs per epoch accepted here.
-const MAX_NUM_RTT: f64 = 10_000.0;
+const MAX_NUM_RTT: u64 = 10_000;
 /// The "-1" of eq. (8) and (15): one packet more, so the queue drains (`OFFSET`).
 const OFFSET: u64 = 1;
 /// Smallest window, packets (`MIN_CWND`).
@@ -65,7 +64,7 @@ pub const PARAMS: &[ParamSpec] = &[
 pub const INFO: ControllerInfo = ControllerInfo {
     name: "siad",
     summary: "TCP SIAD: Scalable Increase Adaptive Decrease with Fast Increase and Additional \
-              Decrease (Kühlewind, seed paper 004; tcp_siad.c)",
+              Decrease (Kühlewind, SIAD paper; tcp_siad.c)",
     params: PARAMS,
     one_way_delay: false,
     runtime_params: &["num_rtt"],
@@ -77,7 +76,7 @@ fn build(
     reader: &ParamReader,
     config: &ControllerConfig,
 ) -> Result<Box<dyn Controller>, ParamError> {
-    let num_rtt = read_num_rtt(reader, DEFAULT_NUM_RTT as f64)?;
+    let num_rtt = reader.whole_number_in("num_rtt", DEFAULT_NUM_RTT, MIN_NUM_RTT, MAX_NUM_RTT)?;
     let num_ms = reader.duration("num_ms", None).unwrap_or(Duration::ZERO);
     let granularity = reader.duration_in(
         "rtt_granularity",
@@ -88,19 +87,6 @@ fn build(
     let mut siad = Siad::new(config, num_rtt, num_ms);
     siad.rtt_granularity = granularity;
     Ok(Box::new(siad))
-}
-
-/// Reads `num_rtt`: a whole number from [`MIN_NUM_RTT`].
-fn read_num_rtt(reader: &ParamReader, default: f64) -> Result<u64, ParamError> {
-    let v = reader.number_in("num_rtt", default, MIN_NUM_RTT, MAX_NUM_RTT)?;
-    if v.fract() == 0.0 {
-        Ok(v as u64)
-    } else {
-        Err(ParamError {
-            name: "num_rtt".into(),
-            message: format!("{v} is not a whole number of RTTs; accepted: 2, 3, 4, ..."),
-        })
-    }
 }
 
 /// The phase the window is in, as the paper names them.
@@ -588,7 +574,7 @@ impl Controller for Siad {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::westwood::testing::{self, at};
+    use crate::testing::{self, at};
 
     const MSS: u64 = 1500;
     const MIN_RTT: Duration = Duration::from_millis(100);
@@ -821,14 +807,12 @@ mod tests {
     }
 
     #[test]
-    fn registry_builds_siad_and_rejects_a_bad_num_rtt() {
-        let mut params = crate::params::Params::new();
+    fn info_builds_siad_and_rejects_a_bad_num_rtt() {
+        let mut params = crate::controller::Params::new();
         params.insert("num_rtt".into(), ParamValue::Number(1.0));
-        let e = crate::registry::build("siad", &params, &config())
-            .err()
-            .expect("refused");
+        let e = INFO.instantiate(&params, &config()).err().expect("refused");
         assert!(e.to_string().contains("num_rtt"), "{e}");
         params.insert("num_rtt".into(), ParamValue::Number(30.0));
-        assert!(crate::registry::build("siad", &params, &config()).is_ok());
+        assert!(INFO.instantiate(&params, &config()).is_ok());
     }
 }

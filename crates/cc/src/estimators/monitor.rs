@@ -3,7 +3,7 @@
 //!
 //! Source: ALGORITHMS.md §14.3 and §14.4, the facts of the CN-TU/PCC-Uspace code
 //! (`src/pcc/pcc_sender.cpp`, `src/pcc/pcc_monitor_interval_queue.cpp`) that the fair-queuing
-//! detection paper (seed 001, §IV) built on: a sender paces at one rate per MI; an MI lasts
+//! detection paper (FQ-detect, §IV) built on: a sender paces at one rate per MI; an MI lasts
 //! max(1.5 x avg RTT, the time to send 10 packets at its rate), avg RTT being the per-ACK EWMA
 //! (3 old + sample) / 4; its result is available once its end passed and all its packets are
 //! acknowledged or lost; its statistics are the actual send rate (bytes sent over the time from
@@ -22,9 +22,8 @@
 //! Owns [`MonitorQueue`], [`MonitorResult`], [`AvgRtt`], [`interval_length`] and
 //! [`RATE_BASED_CWND`].
 
-use crate::controller::{AckEvent, CongestionEvent};
-use crate::ledger::{Entry, Ledger};
-use crate::units::{Instant, Rate};
+use crate::controller::{AckEvent, CongestionEvent, Instant, Rate};
+use crate::estimators::ledger::{Entry, Ledger};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -310,9 +309,8 @@ fn credit(intervals: &mut VecDeque<Interval>, p: Entry<u64>, fate: Fate) {
 /// packet reported when the packets behind it are acknowledged.
 #[cfg(test)]
 pub(crate) mod testing {
-    use crate::controller::{CongestionKind, Controller, SentPacket};
-    use crate::units::{Instant, Rate};
-    use crate::westwood::testing::{ack_with_rtt, congestion};
+    use crate::controller::{CongestionKind, Controller, Instant, Rate, SentPacket};
+    use crate::testing::{ack_with_rtt, congestion};
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     use std::time::Duration;
@@ -447,7 +445,7 @@ pub(crate) mod testing {
 mod tests {
     use super::*;
     use crate::controller::CongestionKind;
-    use crate::westwood::testing::{ack_with_rtt, at, congestion};
+    use crate::testing::{ack_with_rtt, at, congestion};
 
     const PACKET: u64 = 1500;
 
