@@ -1213,6 +1213,13 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
     })?;
     let params = resolve_params(&f.params, &at("params"))?;
     let transport = resolve_transport(f, at)?;
+    if !transport.pacing && find(&cc).is_some_and(|info| info.rate_based) {
+        let message = format!(
+            "`{cc}` is rate-based: it sets a pacing rate and no window, so an unpaced sender \
+             has nothing to hold it back; accepted: pacing = true (the default)"
+        );
+        return Err((at("pacing"), message));
+    }
     build(&cc, &params, &controller_config(&transport, 0, 0))
         .map_err(|e| build_error(e, &at("params"), &at("cc")))?;
     Ok(FlowTransport::Reliable {

@@ -90,6 +90,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     one_way_delay: false,
     runtime_params: &[],
     subflows: false,
+    rate_based: false,
     build,
 };
 

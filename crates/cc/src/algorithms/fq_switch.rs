@@ -113,6 +113,7 @@ pub const fn info(build: BuildFn) -> ControllerInfo {
         one_way_delay: false,
         runtime_params: &[],
         subflows: true,
+        rate_based: true,
         build,
     }
 }

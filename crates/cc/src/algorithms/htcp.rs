@@ -75,6 +75,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     one_way_delay: false,
     runtime_params: &[],
     subflows: false,
+    rate_based: false,
     build,
 };
 

@@ -74,6 +74,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     one_way_delay: true,
     runtime_params: &[],
     subflows: false,
+    rate_based: false,
     build: build_quic_dc,
 };
 
@@ -85,6 +86,7 @@ pub const RTT_DC_INFO: ControllerInfo = ControllerInfo {
     one_way_delay: true,
     runtime_params: &[],
     subflows: false,
+    rate_based: false,
     build: build_rtt_dc,
 };
 

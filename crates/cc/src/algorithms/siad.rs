@@ -69,6 +69,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     one_way_delay: false,
     runtime_params: &["num_rtt"],
     subflows: false,
+    rate_based: false,
     build,
 };
 

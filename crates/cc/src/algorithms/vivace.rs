@@ -149,6 +149,7 @@ pub const PCC_INFO: ControllerInfo = ControllerInfo {
     one_way_delay: false,
     runtime_params: &[],
     subflows: false,
+    rate_based: true,
     build: build_pcc,
 };
 
@@ -162,6 +163,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     one_way_delay: false,
     runtime_params: &[],
     subflows: false,
+    rate_based: true,
     build,
 };
 

@@ -27,6 +27,9 @@ pub struct ControllerInfo {
     /// It needs a transport with subflows (it asks for extra ones through
     /// [`crate::Controller::extra_subflows`]); the real datapath has none.
     pub subflows: bool,
+    /// It is rate-based: it sets a pacing rate and no window of its own (its cwnd is
+    /// effectively unlimited), so it only means something to a transport that paces.
+    pub rate_based: bool,
     /// Constructor.
     pub build: BuildFn,
 }
