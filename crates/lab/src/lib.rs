@@ -12,6 +12,7 @@ pub mod report;
 pub mod reproduce;
 pub mod runner;
 pub mod scenario;
+pub mod source;
 pub mod sweep;
 
 /// The built-in demo: 10 Mbps, 50 ms RTT, 2 BDP drop-tail buffer, 60 s; NewReno and Cubic,

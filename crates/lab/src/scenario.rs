@@ -356,10 +356,10 @@ pub struct ScenarioSet {
 /// sweep grid) applied first.
 pub fn load(path: &Path, overrides: &[String]) -> Result<ScenarioSet, ScenarioError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    let text = crate::source::read(path).map_err(|message| ScenarioError {
         origin: origin.clone(),
         field: String::new(),
-        message: format!("cannot read: {e}"),
+        message,
     })?;
     let stem = path
         .file_stem()
@@ -380,9 +380,7 @@ pub fn parse(
         field: field.to_string(),
         message,
     };
-    let mut root: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| err("", e.to_string().trim_end().to_string()))?;
+    let mut root = crate::source::parse_table(text).map_err(|m| err("", m))?;
     let applied =
         crate::sweep::apply_overrides(&mut root, overrides).map_err(|(f, m)| err(&f, m))?;
     let sweep = match root.get("sweep") {
