@@ -12,6 +12,11 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// `--connection-window`'s default, [`endpoint::DEFAULT_CONNECTION_WINDOW`] (checked below).
+const CONNECTION_WINDOW: &str = "16MiB";
+/// `--window-budget`'s default, [`endpoint::DEFAULT_WINDOW_BUDGET`] (checked below).
+const WINDOW_BUDGET: &str = "128MiB";
+
 /// Arguments of `kleinrock serve`.
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -47,11 +52,11 @@ pub struct ServeArgs {
     /// Most bytes one connection may buffer each way (sent but unacknowledged, received but
     /// unread) when the --window-budget allows: it bounds what the server's controller can have
     /// in flight, so make it at least the path's BDP plus its buffer.
-    #[arg(long, value_name = "BYTES", default_value = "16MiB")]
+    #[arg(long, value_name = "BYTES", default_value = CONNECTION_WINDOW)]
     connection_window: String,
     /// Bytes shared out among all connections beyond the 64 KiB window each has: each
     /// direction's buffers together stay within this plus 64 KiB per connection.
-    #[arg(long, value_name = "BYTES", default_value = "128MiB")]
+    #[arg(long, value_name = "BYTES", default_value = WINDOW_BUDGET)]
     window_budget: String,
     /// Stop after this long, e.g. `60s` (default: at SIGINT or SIGTERM).
     #[arg(long)]
@@ -159,4 +164,21 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
 /// Runs `kleinrock serve`.
 pub fn run(args: ServeArgs) -> Result<(), String> {
     live::runtime()?.block_on(serve(args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_defaults_are_the_library_defaults() {
+        assert_eq!(
+            parse_bytes(CONNECTION_WINDOW),
+            Ok(endpoint::DEFAULT_CONNECTION_WINDOW)
+        );
+        assert_eq!(
+            parse_bytes(WINDOW_BUDGET),
+            Ok(endpoint::DEFAULT_WINDOW_BUDGET)
+        );
+    }
 }

@@ -83,17 +83,20 @@ const STOP_AFTER_FLOOD: Duration = Duration::from_secs(30);
 /// How long the flood's handshakes and requests may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Resident memory of process `pid`, bytes.
-fn rss(pid: u32) -> u64 {
-    let path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+/// Resident memory of process `pid`, bytes; `None` once it is gone.
+fn try_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().strip_suffix("kB"))
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(|kb| kb * 1024)
-        .unwrap_or_else(|| panic!("no VmRSS in {path}"))
+}
+
+/// Resident memory of the running process `pid`, bytes.
+fn rss(pid: u32) -> u64 {
+    try_rss(pid).unwrap_or_else(|| panic!("no VmRSS in /proc/{pid}/status"))
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -118,15 +121,9 @@ impl Sampler {
         let (p, o, s) = (peak.clone(), over.clone(), stop.clone());
         let thread = thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
-                let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                let Some(now) = try_rss(pid) else {
                     return;
                 };
-                let now = status
-                    .lines()
-                    .find_map(|l| l.strip_prefix("VmRSS:"))
-                    .and_then(|v| v.trim().strip_suffix("kB"))
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map_or(0, |kb| kb * 1024);
                 p.fetch_max(now, Ordering::Relaxed);
                 if now > bound {
                     o.store(now, Ordering::Relaxed);

@@ -667,7 +667,7 @@ async fn accept_loop(
                     }
                 }));
                 serve_connection(conn, protocol).await;
-                stamps.reset(peer);
+                stamps.closed(peer);
                 // Its place and its grant are free once noq has dropped the connection and the
                 // bytes it buffered (after the closing period), not before.
                 gone(&handle).await;
