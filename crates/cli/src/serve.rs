@@ -12,6 +12,11 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// `--connection-window`'s default, [`endpoint::DEFAULT_CONNECTION_WINDOW`] (checked below).
+const CONNECTION_WINDOW: &str = "16MiB";
+/// `--window-budget`'s default, [`endpoint::DEFAULT_WINDOW_BUDGET`] (checked below).
+const WINDOW_BUDGET: &str = "128MiB";
+
 /// Arguments of `kleinrock serve`.
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -33,9 +38,26 @@ pub struct ServeArgs {
     no_timestamps: bool,
     /// Stream window granted to uploading clients (`kleinrock send`), e.g. `4MB`: it bounds
     /// what their controller can have in flight, so make it at least the path's BDP plus its
-    /// buffer.
+    /// buffer (a smaller --connection-window is raised to it).
     #[arg(long, value_name = "BYTES", default_value = "1MiB")]
     receive_window: String,
+    /// Most connections served at once, handshakes included; further clients are refused
+    /// with CONNECTION_REFUSED until one ends.
+    #[arg(long, value_name = "N", default_value_t = endpoint::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// Most requests (streams) one client may have open at once; it opens the next when one
+    /// ends.
+    #[arg(long, value_name = "N", default_value_t = endpoint::DEFAULT_MAX_STREAMS)]
+    max_streams: u32,
+    /// Most bytes one connection may buffer each way (sent but unacknowledged, received but
+    /// unread) when the --window-budget allows: it bounds what the server's controller can have
+    /// in flight, so make it at least the path's BDP plus its buffer.
+    #[arg(long, value_name = "BYTES", default_value = CONNECTION_WINDOW)]
+    connection_window: String,
+    /// Bytes shared out among all connections beyond the 64 KiB window each has: each
+    /// direction's buffers together stay within this plus 64 KiB per connection.
+    #[arg(long, value_name = "BYTES", default_value = WINDOW_BUDGET)]
+    window_budget: String,
     /// Stop after this long, e.g. `60s` (default: at SIGINT or SIGTERM).
     #[arg(long)]
     duration: Option<String>,
@@ -70,6 +92,8 @@ fn stopped_event(
         "event": "stopped",
         "cc": args.cc,
         "connections": stats.connections,
+        "refused_connections": stats.refused_connections,
+        "open_connections": stats.open_connections,
         "stamped_connections": stats.stamped_connections,
         "datagrams_in": stats.datagrams.datagrams_in,
         "stray_datagrams": stats.datagrams.stray_datagrams,
@@ -87,12 +111,18 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let factory = live::controller(&args.cc, &args.param)?;
     let stop = live::Stop::watch(live::duration(args.duration.as_deref())?)?;
     let timestamps = !args.no_timestamps;
-    let receive_window =
-        parse_bytes(&args.receive_window).map_err(|e| format!("--receive-window: {e}"))?;
+    let bytes = |name: &str, value: &str| parse_bytes(value).map_err(|e| format!("--{name}: {e}"));
+    if args.max_connections == 0 || args.max_streams == 0 {
+        return Err("--max-connections and --max-streams must be at least 1".into());
+    }
     let server = endpoint::serve(ServeOptions {
         addr: args.addr,
         timestamps,
-        receive_window,
+        receive_window: bytes("receive-window", &args.receive_window)?,
+        max_connections: args.max_connections,
+        max_streams: args.max_streams,
+        connection_window: bytes("connection-window", &args.connection_window)?,
+        window_budget: bytes("window-budget", &args.window_budget)?,
         ..ServeOptions::new(factory.clone())
     })
     .await
@@ -134,4 +164,21 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
 /// Runs `kleinrock serve`.
 pub fn run(args: ServeArgs) -> Result<(), String> {
     live::runtime()?.block_on(serve(args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_defaults_are_the_library_defaults() {
+        assert_eq!(
+            parse_bytes(CONNECTION_WINDOW),
+            Ok(endpoint::DEFAULT_CONNECTION_WINDOW)
+        );
+        assert_eq!(
+            parse_bytes(WINDOW_BUDGET),
+            Ok(endpoint::DEFAULT_WINDOW_BUDGET)
+        );
+    }
 }

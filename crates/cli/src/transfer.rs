@@ -150,8 +150,12 @@ struct RealRun {
 async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
     let flow = &s.flows[0];
     let factory = live::factory(s)?;
+    // The one connection may buffer what its client's window allows, however large the path.
+    let window = receive_window(s).max(endpoint::DEFAULT_CONNECTION_WINDOW);
     let server = endpoint::serve(ServeOptions {
         timestamps,
+        connection_window: window,
+        window_budget: window.max(endpoint::DEFAULT_WINDOW_BUDGET),
         ..ServeOptions::new(factory.clone())
     })
     .await
@@ -165,9 +169,8 @@ async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
     })
     .map_err(|e| e.to_string())?;
     let size = flow.app.total_bytes().unwrap_or(0);
-    let window = receive_window(s);
     let opts = ClientOptions {
-        receive_window: window,
+        receive_window: receive_window(s),
         timestamps,
     };
     let interval = s.trace_interval.unwrap_or(DEFAULT_TRACE_INTERVAL);

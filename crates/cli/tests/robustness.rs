@@ -417,7 +417,8 @@ fn junk_and_a_killed_client_leave_serve_and_emulate_counting_and_clean() {
     let forward_accounted = count(&emulated, "forward.datagrams_out")
         + dropped
         + count(&emulated, "forward.lost_random")
-        + count(&emulated, "forward.policed");
+        + count(&emulated, "forward.policed")
+        + count(&emulated, "forward.dropped_memory");
     assert!(
         forward_in >= JUNK_PER_PORT,
         "the emulator's forward link saw {forward_in} datagrams, fewer than the junk: {emulated}"
@@ -425,7 +426,8 @@ fn junk_and_a_killed_client_leave_serve_and_emulate_counting_and_clean() {
     assert_eq!(
         forward_in, forward_accounted,
         "the forward link (idle since the kill) does not account for every \
-         datagram that entered it (in = out + dropped + lost + policed): {emulated}"
+         datagram that entered it (in = out + dropped + lost + policed + dropped for memory): \
+         {emulated}"
     );
     assert_eq!(count(&emulated, "forward.send_errors"), 0, "{emulated}");
     // The reverse link may still hold the server's datagrams to the killed client at the stop
@@ -434,7 +436,8 @@ fn junk_and_a_killed_client_leave_serve_and_emulate_counting_and_clean() {
         count(&emulated, "reverse.datagrams_out")
             + count(&emulated, "reverse.dropped_buffer")
             + count(&emulated, "reverse.lost_random")
-            + count(&emulated, "reverse.policed"),
+            + count(&emulated, "reverse.policed")
+            + count(&emulated, "reverse.dropped_memory"),
     );
     eprintln!(
         "strays {strays} + forward buffer drops {dropped} = {} (junk {}); reverse datagrams \

@@ -19,6 +19,20 @@
 //! [`MAX_CLIENTS`] clients are accepted; datagrams from further senders are dropped and counted
 //! ([`EmulatorStats::clients_refused`]). Only loopback addresses are accepted.
 //!
+//! # Memory
+//!
+//! What the emulator holds is bounded whatever its clients send. Per client: an upstream
+//! socket, its poll entry and its class at a fair queue, for at most [`MAX_CLIENTS`] clients,
+//! kept until the emulator stops. In its links: the queue is bounded by the link's buffer as
+//! configured, and whatever the configuration (a buffer of a million packets, a long fat path)
+//! the links hold at most [`MAX_HELD_DATAGRAMS`] datagrams and [`MAX_HELD_BYTES`] payload
+//! bytes, each datagram in an allocation of its own size freed when it leaves; a datagram
+//! beyond that is dropped before its link sees it, counted
+//! ([`DirectionStats::dropped_memory`]), and makes the run invalid. The slots and the event
+//! queue grow to the most datagrams held at once, a few dozen bytes each. Outside the
+//! process, the kernel keeps up to [`SOCKET_BUFFER_BYTES`] per socket, filled only when the
+//! thread falls behind.
+//!
 //! # Sizes
 //!
 //! The links serialise IP packets: a datagram's size at a link is its UDP payload plus 28 bytes
@@ -102,6 +116,12 @@ use std::time::{Duration, Instant};
 pub const SOCKET_BUFFER_BYTES: usize = 8 << 20;
 /// Most clients (distinct senders to `listen`) the emulator relays for.
 pub const MAX_CLIENTS: usize = 256;
+/// Most datagrams the emulator holds in its two links at once (waiting, in transmission or
+/// propagating); a datagram beyond it is dropped before it enters its link and counted
+/// ([`DirectionStats::dropped_memory`]).
+pub const MAX_HELD_DATAGRAMS: usize = 1 << 16;
+/// Most payload bytes the emulator holds in its two links at once; likewise.
+pub const MAX_HELD_BYTES: u64 = 64 << 20;
 /// The floor of the validity bound on event lateness.
 pub const LATENESS_FLOOR: Duration = Duration::from_millis(1);
 /// Packet size whose serialisation time sets the validity bound on slow links, bytes.
@@ -204,6 +224,10 @@ pub struct DirectionStats {
     pub lost_random: u64,
     /// Datagrams dropped by the policer.
     pub policed: u64,
+    /// Datagrams dropped because the emulator already held [`MAX_HELD_DATAGRAMS`] datagrams
+    /// or [`MAX_HELD_BYTES`] bytes in its links: a buffer or path larger than the emulator
+    /// keeps, which makes the run invalid (the link model did not see these datagrams).
+    pub dropped_memory: u64,
     /// Delivered datagrams the emulator failed to send on (socket error).
     pub send_errors: u64,
     /// Wire bytes sent on after the first delivery over the time from the first to the last.
@@ -241,6 +265,10 @@ pub struct EmulatorStats {
     pub unknown_dropped: u64,
     /// Payload bytes of those datagrams.
     pub unknown_bytes: u64,
+    /// The most datagrams the links held at once (at most [`MAX_HELD_DATAGRAMS`]).
+    pub held_peak_datagrams: usize,
+    /// The most payload bytes the links held at once (at most [`MAX_HELD_BYTES`]).
+    pub held_peak_bytes: u64,
     /// Socket receive errors other than "would block".
     pub io_errors: u64,
     /// Events processed.
@@ -266,7 +294,8 @@ pub struct EmulatorStats {
     /// Why the relay thread stopped early, if it did.
     pub failure: Option<String>,
     /// The run is valid: p99 of event lateness, of input wait and of each direction's
-    /// delivery lateness within `lateness_bound`, no socket drops, no failure.
+    /// delivery lateness within `lateness_bound`, no socket drops, no datagram dropped for
+    /// memory, no failure.
     pub valid: bool,
 }
 
@@ -769,10 +798,11 @@ struct Client {
     upstream_addr: SocketAddr,
 }
 
-/// A datagram in a link: its bytes and its client.
+/// A datagram in a link: its bytes (allocated to its size, freed when it leaves, so that
+/// memory follows what the links hold) and its client.
 #[derive(Debug, Default)]
 struct Slot {
-    data: Vec<u8>,
+    data: Box<[u8]>,
     client: u32,
 }
 
@@ -810,6 +840,11 @@ struct Relay {
     buf: Vec<u8>,
     out: Vec<u32>,
     dirs: [Direction; 2],
+    /// Datagrams and payload bytes in the links now, and the most at once.
+    held: usize,
+    held_bytes: u64,
+    held_peak: usize,
+    held_peak_bytes: u64,
     clients_refused: u64,
     unknown_dropped: u64,
     unknown_bytes: u64,
@@ -870,6 +905,10 @@ impl Relay {
             buf: vec![0; MAX_DATAGRAM],
             out: Vec::new(),
             dirs: Default::default(),
+            held: 0,
+            held_bytes: 0,
+            held_peak: 0,
+            held_peak_bytes: 0,
             clients_refused: 0,
             unknown_dropped: 0,
             unknown_bytes: 0,
@@ -1053,9 +1092,17 @@ impl Relay {
         Some(c)
     }
 
-    /// The datagram of `n` bytes in `buf` from `client` enters link `dir` at model time `now`.
+    /// The datagram of `n` bytes in `buf` from `client` enters link `dir` at model time `now`,
+    /// unless the links hold as much as the emulator keeps.
     fn enter(&mut self, dir: usize, client: u32, n: usize, ipv6: bool, now: u64) {
         self.process_until(now);
+        let d = &mut self.dirs[dir].stats;
+        d.datagrams_in += 1;
+        d.bytes_in += n as u64;
+        if self.held >= MAX_HELD_DATAGRAMS || self.held_bytes + n as u64 > MAX_HELD_BYTES {
+            d.dropped_memory += 1;
+            return;
+        }
         let packet = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -1064,12 +1111,8 @@ impl Relay {
             }
         };
         let slot = &mut self.slab[packet as usize];
-        slot.data.clear();
-        slot.data.extend_from_slice(&self.buf[..n]);
+        slot.data = self.buf[..n].into();
         slot.client = client;
-        let d = &mut self.dirs[dir].stats;
-        d.datagrams_in += 1;
-        d.bytes_in += n as u64;
         let q = Queued {
             packet,
             size: wire_bytes(n, ipv6),
@@ -1078,11 +1121,18 @@ impl Relay {
         let admission = self.links[dir].arrive(now, q, &mut self.events);
         let d = &mut self.dirs[dir].stats;
         match admission {
-            Admission::Accepted => return,
+            Admission::Accepted => {
+                self.held += 1;
+                self.held_bytes += n as u64;
+                self.held_peak = self.held_peak.max(self.held);
+                self.held_peak_bytes = self.held_peak_bytes.max(self.held_bytes);
+                return;
+            }
             Admission::LostRandom => d.lost_random += 1,
             Admission::Policed => d.policed += 1,
             Admission::Dropped => d.dropped_buffer += 1,
         }
+        self.slab[packet as usize].data = Box::default();
         self.free.push(packet);
     }
 
@@ -1121,14 +1171,18 @@ impl Relay {
     /// Sends the datagram in slot `p`, which link `dir` delivered at `due`, and frees the slot.
     fn deliver(&mut self, dir: usize, p: u32, due: u64) {
         let now = self.now_ns();
-        let slot = &self.slab[p as usize];
+        let slot = &mut self.slab[p as usize];
+        // Freed when this function returns.
+        let data = std::mem::take(&mut slot.data);
         let client = &self.clients[slot.client as usize];
+        self.held -= 1;
+        self.held_bytes -= data.len() as u64;
         let sent = if dir == FORWARD {
-            client.upstream.send_to(&slot.data, self.server)
+            client.upstream.send_to(&data, self.server)
         } else {
-            self.listen.send_to(&slot.data, client.addr)
+            self.listen.send_to(&data, client.addr)
         };
-        let n = slot.data.len();
+        let n = data.len();
         let ipv6 = if dir == FORWARD {
             self.server.is_ipv6()
         } else {
@@ -1174,7 +1228,9 @@ impl Relay {
             && within(&self.input_wait)
             && within(&forward.delivery_lateness)
             && within(&reverse.delivery_lateness)
-            && socket_drops == 0;
+            && socket_drops == 0
+            && forward.dropped_memory == 0
+            && reverse.dropped_memory == 0;
         EmulatorStats {
             elapsed: Duration::from_nanos(now),
             forward,
@@ -1189,6 +1245,8 @@ impl Relay {
                 .collect(),
             clients_refused: self.clients_refused,
             unknown_dropped: self.unknown_dropped,
+            held_peak_datagrams: self.held_peak,
+            held_peak_bytes: self.held_peak_bytes,
             unknown_bytes: self.unknown_bytes,
             io_errors: self.io_errors,
             events: self.events_done,

@@ -19,6 +19,7 @@
 //! client trusts exactly that certificate. Only loopback addresses are accepted.
 
 use crate::adapter::{CcFactory, CcProbe};
+use crate::limits::{WindowBudget, MIN_CONNECTION_WINDOW};
 use crate::stamps::{StampStats, StampedSocket, Stamps, ALPN_STAMPED, TRAILER_LEN};
 use kleinrock_cc::Rate;
 use noq::crypto::rustls::{QuicClientConfig, QuicServerConfig};
@@ -53,10 +54,33 @@ const MAX_UDP_PAYLOAD: u16 = 65527;
 /// loss on an unthrottled loopback path can cause with large windows; a window of fewer than
 /// 1024 packets cannot. Paths with a larger BDP size the window with [`fetch_with_window`].
 pub const LOOPBACK_RECEIVE_WINDOW: u64 = 1 << 20;
-/// Bytes the server buffers for sending per connection.
+/// Bytes a client buffers for sending ([`upload`]).
 const SEND_WINDOW: u64 = 64 << 20;
-/// Size of one write of content on the server.
+/// Size of one write of content by a client, and of one piece of content hashed.
 const WRITE_CHUNK: usize = 64 << 10;
+/// Size of one write of content on the server: every stream waiting for its window keeps one
+/// such buffer, so it counts in the server's memory bound (`max_connections x max_streams`).
+const SERVE_CHUNK: usize = 16 << 10;
+/// Default of [`ServeOptions::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default of [`ServeOptions::max_streams`].
+pub const DEFAULT_MAX_STREAMS: u32 = 8;
+/// Default of [`ServeOptions::connection_window`].
+pub const DEFAULT_CONNECTION_WINDOW: u64 = 16 << 20;
+/// Default of [`ServeOptions::window_budget`].
+pub const DEFAULT_WINDOW_BUDGET: u64 = 128 << 20;
+/// Most connection attempts noq keeps waiting for the server to accept or refuse them (it
+/// refuses further ones itself), and the bytes it buffers for each and for all of them.
+const MAX_INCOMING: usize = 1024;
+const INCOMING_BUFFER: u64 = 64 << 10;
+const INCOMING_BUFFER_TOTAL: u64 = 4 << 20;
+/// Longest wait for noq to drop an ended connection (its idle timeout: by then it has).
+const GONE_WAIT: Duration = Duration::from_secs(30);
+/// How often an ended connection is checked for having been dropped.
+const GONE_POLL: Duration = Duration::from_millis(20);
+/// How long after a connection ends the server gives freed memory back to the system (one
+/// trim for all the connections that end meanwhile).
+const TRIM_DELAY: Duration = Duration::from_millis(500);
 /// How long the client waits for its connection close to drain.
 const CLOSE_DRAIN: Duration = Duration::from_millis(500);
 /// How long a shutdown waits for the port to be released.
@@ -300,8 +324,23 @@ pub struct ServeOptions {
     /// Offer datagram timestamps to kleinrock clients (ALPN `kleinrock-ts`).
     pub timestamps: bool,
     /// Stream flow-control window granted to uploading clients, bytes: it bounds what a
-    /// client's controller can have in flight, so size it to the path (BDP plus buffer).
+    /// client's controller can have in flight, so size it to the path (BDP plus buffer). A
+    /// connection window smaller than this is raised to it.
     pub receive_window: u64,
+    /// Most connections served at once, handshakes included; further clients are refused
+    /// (CONNECTION_REFUSED) until one ends.
+    pub max_connections: usize,
+    /// Most requests (bidirectional streams) one client may have open at once; it opens the
+    /// next when one ends.
+    pub max_streams: u32,
+    /// Most bytes one connection may buffer each way (stream data sent but not yet
+    /// acknowledged; data received but not yet read), when the budget allows: it bounds what
+    /// the server's controller can have in flight, so size it to the path (BDP plus buffer).
+    pub connection_window: u64,
+    /// Bytes shared out among the connections above the [`MIN_CONNECTION_WINDOW`] each has
+    /// (see [`crate::limits`]): each direction's buffers together stay within
+    /// `window_budget + max_connections x MIN_CONNECTION_WINDOW`.
+    pub window_budget: u64,
 }
 
 impl ServeOptions {
@@ -313,7 +352,16 @@ impl ServeOptions {
             socket_buffer: DEFAULT_SOCKET_BUFFER,
             timestamps: true,
             receive_window: LOOPBACK_RECEIVE_WINDOW,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_streams: DEFAULT_MAX_STREAMS,
+            connection_window: DEFAULT_CONNECTION_WINDOW,
+            window_budget: DEFAULT_WINDOW_BUDGET,
         }
+    }
+
+    /// The most bytes one connection's windows hold, as [`serve`] applies it.
+    fn max_window(&self) -> u64 {
+        self.connection_window.max(self.receive_window)
     }
 }
 
@@ -329,7 +377,19 @@ pub struct ServerHandle {
     cert_pem: String,
     socket_buffers: (usize, usize),
     stamps: Arc<Stamps>,
-    connections: Arc<AtomicU64>,
+    counts: Arc<Counts>,
+    budget: Arc<WindowBudget>,
+}
+
+/// What the accept loop counts.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Connections whose handshake completed.
+    connections: AtomicU64,
+    /// Connection attempts refused because `max_connections` were being served.
+    refused: AtomicU64,
+    /// Connections being served now (handshakes included).
+    open: AtomicU64,
 }
 
 /// What a server counted.
@@ -339,6 +399,11 @@ pub struct ServerStats {
     pub connections: u64,
     /// Of those, connections with datagram timestamps.
     pub stamped_connections: u64,
+    /// Connection attempts refused (CONNECTION_REFUSED) because
+    /// [`ServeOptions::max_connections`] were being served.
+    pub refused_connections: u64,
+    /// Connections being served now, handshakes included.
+    pub open_connections: u64,
     /// Datagrams and timestamps at the server's socket; `stray_datagrams` are those from
     /// addresses that never had a connection, which QUIC dropped.
     pub datagrams: StampStats,
@@ -370,11 +435,18 @@ impl ServerHandle {
         &self.cert_pem
     }
 
+    /// The windows the open connections were granted now, bytes, oldest first.
+    pub fn connection_windows(&self) -> Vec<u64> {
+        self.budget.windows()
+    }
+
     /// What the server counted so far.
     pub fn stats(&self) -> ServerStats {
         ServerStats {
-            connections: self.connections.load(Ordering::Relaxed),
+            connections: self.counts.connections.load(Ordering::Relaxed),
             stamped_connections: self.stamps.stamped_peers(),
+            refused_connections: self.counts.refused.load(Ordering::Relaxed),
+            open_connections: self.counts.open.load(Ordering::Relaxed),
             datagrams: self.stamps.stats(),
         }
     }
@@ -500,11 +572,11 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
     tls_config.alpn_protocols = alpn_protocols(opts.timestamps, true);
     let crypto = QuicServerConfig::try_from(tls_config).map_err(tls)?;
     let mut server_config = ServerConfig::with_crypto(Arc::new(crypto));
-    server_config.transport_config(Arc::new(sending_transport(
-        &opts.factory,
-        opts.timestamps,
-        opts.receive_window,
-    )?));
+    server_config
+        .transport_config(Arc::new(serving_transport(&opts)?))
+        .max_incoming(MAX_INCOMING)
+        .incoming_buffer_size(INCOMING_BUFFER)
+        .incoming_buffer_size_total(INCOMING_BUFFER_TOTAL);
 
     let socket = udp_socket(opts.addr, opts.socket_buffer)?;
     let socket_buffers = socket_buffers(&socket);
@@ -513,11 +585,14 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
     let addr = endpoint
         .local_addr()
         .map_err(io("reading the server address"))?;
-    let connections = Arc::new(AtomicU64::new(0));
+    let counts = Arc::new(Counts::default());
+    let budget = WindowBudget::new(opts.window_budget, opts.max_window());
     let accept = tokio::spawn(accept_loop(
         endpoint.clone(),
         stamps.clone(),
-        connections.clone(),
+        counts.clone(),
+        budget.clone(),
+        opts.max_connections,
     ));
     Ok(ServerHandle {
         endpoint: Some(endpoint),
@@ -528,23 +603,109 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
         cert_pem,
         socket_buffers,
         stamps,
-        connections,
+        counts,
+        budget,
     })
 }
 
-async fn accept_loop(endpoint: noq::Endpoint, stamps: Arc<Stamps>, count: Arc<AtomicU64>) {
+/// The server's transport: the sending transport with the per-connection limits. Every
+/// connection starts with the minimum windows; [`accept_loop`] grants it more from the
+/// budget once its handshake is complete. The server takes no QUIC datagrams (its timestamps
+/// ride in UDP trailers), so none are buffered.
+fn serving_transport(opts: &ServeOptions) -> Result<TransportConfig, Error> {
+    if opts.max_connections == 0 || opts.max_streams == 0 {
+        return Err(Error::Connection(
+            "a server needs at least one connection and one stream".into(),
+        ));
+    }
+    let mut t = sending_transport(&opts.factory, opts.timestamps, opts.receive_window)?;
+    t.send_window(MIN_CONNECTION_WINDOW)
+        .receive_window(VarInt::from_u32(MIN_CONNECTION_WINDOW as u32))
+        .max_concurrent_bidi_streams(VarInt::from_u32(opts.max_streams))
+        .datagram_receive_buffer_size(None);
+    Ok(t)
+}
+
+/// Accepts connections while fewer than `max_connections` are being served and refuses the
+/// others; each one served gets its windows from `budget`, and memory freed when connections
+/// end is given back to the system.
+async fn accept_loop(
+    endpoint: noq::Endpoint,
+    stamps: Arc<Stamps>,
+    counts: Arc<Counts>,
+    budget: Arc<WindowBudget>,
+    max_connections: usize,
+) {
     let mut connections = JoinSet::new();
+    let ended = Arc::new(tokio::sync::Notify::new());
+    // In the same set, so that it stops with the loop.
+    connections.spawn(trim_after_connections(ended.clone()));
     while let Some(incoming) = endpoint.accept().await {
-        let (stamps, count) = (stamps.clone(), count.clone());
+        while connections.try_join_next().is_some() {}
+        if counts.open.load(Ordering::Relaxed) >= max_connections as u64 {
+            counts.refused.fetch_add(1, Ordering::Relaxed);
+            incoming.refuse();
+            continue;
+        }
+        let (stamps, counts, budget, ended) = (
+            stamps.clone(),
+            counts.clone(),
+            budget.clone(),
+            ended.clone(),
+        );
+        counts.open.fetch_add(1, Ordering::Relaxed);
         connections.spawn(async move {
             let peer = incoming.remote_address();
             if let Some((conn, protocol)) = handshake(incoming, &stamps).await {
-                count.fetch_add(1, Ordering::Relaxed);
+                counts.connections.fetch_add(1, Ordering::Relaxed);
+                let handle = conn.weak_handle();
+                let windows = handle.clone();
+                let share = budget.join(Box::new(move |w| {
+                    if let Some(c) = windows.upgrade() {
+                        c.set_send_window(w);
+                        c.set_receive_window(VarInt::from_u64(w).unwrap_or(VarInt::MAX));
+                    }
+                }));
                 serve_connection(conn, protocol).await;
-                stamps.reset(peer);
+                stamps.closed(peer);
+                // Its place and its grant are free once noq has dropped the connection and the
+                // bytes it buffered (after the closing period), not before.
+                gone(&handle).await;
+                drop(share);
             }
+            counts.open.fetch_sub(1, Ordering::Relaxed);
+            ended.notify_one();
         });
-        while connections.try_join_next().is_some() {}
+    }
+}
+
+/// Waits until noq has dropped a connection whose handles this server let go of (it keeps it
+/// for its closing period, three probe timeouts), for at most [`GONE_WAIT`].
+async fn gone(handle: &noq::WeakConnectionHandle) {
+    let deadline = Instant::now() + GONE_WAIT;
+    while handle.is_alive() && Instant::now() < deadline {
+        tokio::time::sleep(GONE_POLL).await;
+    }
+}
+
+/// Gives the memory freed by ended connections back to the system, [`TRIM_DELAY`] after a
+/// connection ends (the allocator keeps freed memory for reuse otherwise).
+async fn trim_after_connections(ended: Arc<tokio::sync::Notify>) {
+    loop {
+        ended.notified().await;
+        tokio::time::sleep(TRIM_DELAY).await;
+        let _ = tokio::task::spawn_blocking(release_free_memory).await;
+    }
+}
+
+/// Returns the allocator's free memory to the system: glibc's malloc keeps what was freed in
+/// its arenas (one per thread that allocated), so a server whose connections ended would keep
+/// their peak otherwise.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -649,7 +810,7 @@ async fn serve_hq(send: noq::SendStream, mut recv: noq::RecvStream) {
 async fn send_content(mut send: noq::SendStream, size: u64) {
     let mut left = size;
     let mut content = ContentStream::new(CONTENT_SEED);
-    let mut buf = vec![0u8; WRITE_CHUNK];
+    let mut buf = vec![0u8; SERVE_CHUNK];
     while left > 0 {
         let n = usize::try_from(left).map_or(buf.len(), |l| l.min(buf.len()));
         content.fill(&mut buf[..n]);
@@ -1003,6 +1164,62 @@ mod tests {
         ] {
             assert_eq!(hq_size(bad), None, "{bad:?}");
         }
+    }
+
+    /// Polls `f` until it holds, for at most 5 s.
+    async fn until(what: &str, f: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !f() {
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not happen within 5 s"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connections_share_the_window_budget_and_give_it_back() {
+        use kleinrock_cc::{ControllerConfig, Params};
+        const MIN: u64 = MIN_CONNECTION_WINDOW;
+        let factory = CcFactory::new("cubic", Params::new(), ControllerConfig::default())
+            .expect("cubic builds");
+        let server = serve(ServeOptions {
+            connection_window: 12 * MIN,
+            window_budget: 16 * MIN,
+            receive_window: 4 * MIN,
+            ..ServeOptions::new(factory)
+        })
+        .await
+        .expect("the server starts");
+        let (addr, cert) = (server.local_addr(), server.cert_der().to_vec());
+        let opts = ClientOptions::default();
+        let mut clients = Vec::new();
+        for _ in 0..3 {
+            let client = Client::connect(addr, &cert, &opts, None)
+                .await
+                .expect("connects");
+            clients.push(client);
+            let n = clients.len();
+            until("the grant", || server.connection_windows().len() == n).await;
+        }
+        // The first takes its maximum, the second the rest of the budget, the third the
+        // minimum.
+        assert_eq!(server.connection_windows(), vec![12 * MIN, 6 * MIN, MIN]);
+        assert_eq!(server.stats().open_connections, 3);
+        // Once the first is gone, its 11 extra go to the other two in equal parts.
+        clients.remove(0).close().await;
+        until("the release", || server.connection_windows().len() == 2).await;
+        assert_eq!(
+            server.connection_windows(),
+            vec![6 * MIN + 11 * MIN / 2, MIN + 11 * MIN / 2]
+        );
+        for client in clients {
+            client.close().await;
+        }
+        until("the end", || server.stats().open_connections == 0).await;
+        assert!(server.connection_windows().is_empty());
+        server.shutdown().await.expect("released");
     }
 
     #[test]

@@ -3,5 +3,6 @@
 pub mod adapter;
 pub mod emulator;
 pub mod endpoint;
+pub mod limits;
 pub mod stamps;
 pub mod trace;

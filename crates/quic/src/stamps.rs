@@ -34,7 +34,7 @@
 use crate::adapter::{EchoReport, OwdFeed};
 use noq::udp::{RecvMeta, Transmit};
 use noq::{AsyncUdpSocket, Runtime, TokioRuntime, UdpSender};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
@@ -55,6 +55,9 @@ const MAGIC_PLAIN: u32 = 0x6b6c_7430;
 const MAGIC_ECHO: u32 = 0x6b6c_7431;
 /// Most peers tracked that never connected; datagrams from further ones are only counted.
 const MAX_UNCONNECTED_PEERS: usize = 4096;
+/// Most peers kept whose connection ended (see [`Stamps::closed`]); the oldest beyond are
+/// forgotten, so that a server's state does not grow with every client it ever had.
+const MAX_CLOSED_PEERS: usize = 4096;
 /// Added to every relative one-way delay so that it stays positive.
 const ONE_WAY_BASE: Duration = Duration::from_secs(10);
 
@@ -93,6 +96,9 @@ struct Peer {
     connected: bool,
     /// A connection with this peer was stamped (kept across [`Stamps::reset`]).
     stamped_connection: bool,
+    /// A connection with this peer is open (from [`Stamps::mark_connected`] to
+    /// [`Stamps::closed`]).
+    open: bool,
     datagrams: u64,
     /// Bytes received from and sent to the peer before its connection was established: the
     /// anti-amplification budget (RFC 9000 §8.1) that trailers must stay within.
@@ -115,6 +121,10 @@ struct Peers {
     unconnected: usize,
     /// Datagrams from unconnected peers beyond that bound.
     untracked: u64,
+    /// Peers whose connection ended, oldest first (bounded by [`MAX_CLOSED_PEERS`]).
+    closed: VecDeque<SocketAddr>,
+    /// Stamped connections of the peers forgotten since.
+    forgotten_stamped: u64,
     stats: StampStats,
 }
 
@@ -233,7 +243,32 @@ impl Stamps {
         let p = peers.entry(peer);
         let was_unconnected = !p.connected;
         p.connected = true;
+        p.open = true;
         peers.unconnected -= usize::from(was_unconnected);
+    }
+
+    /// The connection with `peer` ended: its timestamp state is forgotten ([`Stamps::reset`]),
+    /// and once [`MAX_CLOSED_PEERS`] later connections have ended, the rest of it too (its
+    /// datagrams from then on count as strays).
+    pub fn closed(&self, peer: SocketAddr) {
+        self.reset(peer);
+        let mut peers = lock(&self.peers);
+        let Some(p) = peers.map.get_mut(&peer) else {
+            return;
+        };
+        p.open = false;
+        peers.closed.push_back(peer);
+        while peers.closed.len() > MAX_CLOSED_PEERS {
+            let Some(old) = peers.closed.pop_front() else {
+                break;
+            };
+            // Forgotten unless a connection from that address is open again.
+            if peers.map.get(&old).is_some_and(|p| !p.open) {
+                if let Some(p) = peers.map.remove(&old) {
+                    peers.forgotten_stamped += u64::from(p.stamped_connection);
+                }
+            }
+        }
     }
 
     /// Forgets the timestamp state of `peer` (a new handshake from its address, or the end of
@@ -242,6 +277,7 @@ impl Stamps {
         if let Some(p) = lock(&self.peers).map.get_mut(&peer) {
             *p = Peer {
                 connected: p.connected,
+                open: p.open,
                 datagrams: p.datagrams,
                 stamped_connection: p.stamped_connection,
                 bytes_in: p.bytes_in,
@@ -254,7 +290,7 @@ impl Stamps {
     /// Peers with which a connection was stamped.
     pub fn stamped_peers(&self) -> u64 {
         let peers = lock(&self.peers);
-        peers.map.values().filter(|p| p.stamped_connection).count() as u64
+        peers.map.values().filter(|p| p.stamped_connection).count() as u64 + peers.forgotten_stamped
     }
 
     /// Whether this end adds trailers to datagrams to `peer`.
@@ -689,6 +725,34 @@ mod tests {
         assert_eq!(r[0].hold, Duration::from_millis(1));
         // The second packet took 0.5 ms less than the first.
         assert_eq!(r[1].one_way, ONE_WAY_BASE - Duration::from_micros(500));
+    }
+
+    #[test]
+    fn peers_whose_connection_ended_are_forgotten_beyond_a_bound() {
+        let s = Stamps::new(None);
+        let quic = [0x40u8; 50];
+        let n = MAX_CLOSED_PEERS as u16 + 10;
+        for port in 1..=n {
+            s.stamp(addr(port));
+            s.mark_connected(addr(port));
+            s.received(addr(port), &quic, s.epoch);
+            s.closed(addr(port));
+        }
+        // Port 11, the oldest kept, connects again before it would be forgotten: it is kept.
+        s.mark_connected(addr(11));
+        s.closed(addr(n));
+        assert!(lock(&s.peers).map.len() <= MAX_CLOSED_PEERS + 1);
+        assert_eq!(
+            s.stamped_peers(),
+            u64::from(n),
+            "forgotten peers still count"
+        );
+        assert_eq!(s.stats().stray_datagrams, 0);
+        // A forgotten peer's later datagrams are strays; a kept one's are not.
+        s.received(addr(1), &quic, s.epoch);
+        s.received(addr(11), &quic, s.epoch);
+        s.received(addr(n), &quic, s.epoch);
+        assert_eq!(s.stats().stray_datagrams, 1);
     }
 
     #[test]

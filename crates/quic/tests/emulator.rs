@@ -542,3 +542,88 @@ fn refuses_what_it_cannot_emulate_and_releases_its_sockets() {
     assert!(stats.failure.is_none() && stats.valid);
     UdpSocket::bind(addr).expect("the listen port is free after shutdown");
 }
+
+/// Sends `count` datagrams of `size` bytes from `client` to `to`, pausing 1 ms after every
+/// `burst` so that the emulator's socket never overflows.
+fn send_paced(client: &UdpSocket, to: SocketAddr, count: usize, size: usize, burst: usize) {
+    let buf = vec![0x5au8; size];
+    for i in 1..=count {
+        client.send_to(&buf, to).expect("send");
+        if i % burst == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// A link that holds whatever arrives: 1 Mbit/s behind a buffer of ten million packets.
+fn bottomless() -> LinkConfig {
+    link("bottomless", 1.0, Duration::ZERO, 10_000_000)
+}
+
+/// Whatever the buffer, the links hold at most `MAX_HELD_BYTES` and `MAX_HELD_DATAGRAMS`:
+/// 60 kB datagrams beyond 64 MiB, and tiny ones beyond 65 536, are dropped, counted, and make
+/// the run invalid; nothing else is lost.
+#[test]
+fn the_links_hold_at_most_the_emulators_bound() {
+    let _g = serial();
+    let sink = udp();
+    let server = sink.local_addr().unwrap();
+    for (size, count, burst) in [
+        (
+            60_000,
+            (emulator::MAX_HELD_BYTES / 60_000) as usize + 100,
+            40,
+        ),
+        (16, emulator::MAX_HELD_DATAGRAMS + 5_000, 500),
+    ] {
+        let emu = emulator::start(config(server, bottomless(), bottomless())).unwrap();
+        let client = udp();
+        send_paced(&client, emu.listen_addr(), count, size, burst);
+        std::thread::sleep(Duration::from_millis(200));
+        let stats = emu.shutdown();
+        let f = &stats.forward;
+        eprintln!(
+            "{count} datagrams of {size} B: held at most {} ({} B), {} dropped for memory, {} \
+             sent on, socket drops {}",
+            stats.held_peak_datagrams,
+            stats.held_peak_bytes,
+            f.dropped_memory,
+            f.datagrams_out,
+            stats.socket_drops
+        );
+        assert_eq!(
+            stats.socket_drops, 0,
+            "the sender overran the emulator's socket"
+        );
+        assert_eq!(f.datagrams_in, count as u64);
+        assert!(stats.held_peak_bytes <= emulator::MAX_HELD_BYTES);
+        assert!(stats.held_peak_datagrams <= emulator::MAX_HELD_DATAGRAMS);
+        assert!(
+            f.dropped_memory > 0,
+            "{count} datagrams of {size} B should go beyond what the emulator holds"
+        );
+        assert_eq!(f.dropped_buffer + f.lost_random + f.policed, 0);
+        assert!(!stats.valid, "a run that dropped for memory is not valid");
+    }
+}
+
+/// The 257th sender and beyond are refused: no upstream socket, no state, only a count.
+#[test]
+fn clients_beyond_the_limit_are_refused() {
+    let _g = serial();
+    let sink = udp();
+    let server = sink.local_addr().unwrap();
+    let fast = link("fast", 1000.0, Duration::ZERO, 1000);
+    let emu = emulator::start(config(server, fast.clone(), fast)).unwrap();
+    let senders: Vec<UdpSocket> = (0..emulator::MAX_CLIENTS + 4)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    for s in &senders {
+        s.send_to(b"hello", emu.listen_addr()).expect("send");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let stats = emu.shutdown();
+    assert_eq!(stats.clients.len(), emulator::MAX_CLIENTS);
+    assert_eq!(stats.clients_refused, 4);
+    assert_eq!(stats.forward.datagrams_in, emulator::MAX_CLIENTS as u64);
+}

@@ -201,13 +201,18 @@ impl Proc {
     /// Sends SIGTERM (through `kill`: the cli crate has no libc), waits for exit status 0
     /// within [`STOP_TIMEOUT`] and returns the `stopped` line.
     pub fn terminate(&mut self) -> Value {
+        self.terminate_within(STOP_TIMEOUT)
+    }
+
+    /// [`Proc::terminate`], waiting at most `timeout` for the exit.
+    pub fn terminate_within(&mut self, timeout: Duration) -> Value {
         let pid = self.pid().to_string();
         let status = Command::new("kill")
             .args(["-TERM", &pid])
             .status()
             .expect("the kill command runs");
         assert!(status.success(), "{}: kill -TERM {pid} failed", self.name);
-        let exit = self.wait(STOP_TIMEOUT);
+        let exit = self.wait(timeout);
         if !exit.success() {
             self.fail(format!("{exit} after SIGTERM, expected exit status 0"));
         }
@@ -231,19 +236,23 @@ impl Drop for Proc {
 /// certificate to `cert`, and waits for its `listening` line: the daemon, its address and
 /// that line.
 pub fn serve(cc: &str, cert: &str) -> (Proc, SocketAddr, Value) {
-    let mut server = Proc::kleinrock(
-        "kleinrock serve",
-        &[
-            "serve",
-            "--json",
-            "--cc",
-            cc,
-            "--addr",
-            "127.0.0.1:0",
-            "--cert-out",
-            cert,
-        ],
-    );
+    serve_with(cc, cert, &[])
+}
+
+/// [`serve`] with the `extra` arguments.
+pub fn serve_with(cc: &str, cert: &str, extra: &[&str]) -> (Proc, SocketAddr, Value) {
+    let mut args = vec![
+        "serve",
+        "--json",
+        "--cc",
+        cc,
+        "--addr",
+        "127.0.0.1:0",
+        "--cert-out",
+        cert,
+    ];
+    args.extend_from_slice(extra);
+    let mut server = Proc::kleinrock("kleinrock serve", &args);
     let (addr, line) = server.listening();
     (server, addr, line)
 }
