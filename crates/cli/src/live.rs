@@ -7,6 +7,7 @@ use kleinrock_cc::ControllerConfig;
 use kleinrock_lab::dumbbell::Dumbbell;
 use kleinrock_lab::scenario::{parse, FlowTransport, Scenario};
 use kleinrock_quic::adapter::{CcCounters, CcFactory};
+use kleinrock_quic::endpoint;
 use std::time::Duration;
 
 /// The async runtime of the real-datapath commands.
@@ -65,8 +66,10 @@ pub fn dumbbell(
         .ok_or_else(|| "the command line gave no scenario".to_string())
 }
 
-/// The controller factory for the first flow of `s`, seeded with the scenario's seed.
-pub fn factory(s: &Scenario) -> Result<CcFactory, String> {
+/// The controller factory for the first flow of `s`, seeded with the scenario's seed. Its
+/// controllers count the QUIC packet that the flow's `packet_size` on the wire leaves
+/// ([`endpoint::quic_packet_size`]; with `timestamps`, the trailer's 16 bytes less).
+pub fn factory(s: &Scenario, timestamps: bool) -> Result<CcFactory, String> {
     let Some(FlowTransport::Reliable {
         cc,
         params,
@@ -75,17 +78,23 @@ pub fn factory(s: &Scenario) -> Result<CcFactory, String> {
     else {
         return Err("the flow is not a reliable flow with a controller".into());
     };
+    let size = endpoint::quic_packet_size(u64::from(transport.packet_size), timestamps)
+        .map_err(|e| format!("flows[0].packet_size: {e}"))?;
     let config = ControllerConfig {
-        max_datagram_size: u64::from(transport.packet_size),
+        max_datagram_size: size,
         seed: s.seed,
         ..ControllerConfig::default()
     };
     CcFactory::new(cc, params.clone(), config).map_err(|e| e.to_string())
 }
 
-/// A controller from `--cc` and `--param`, checked as a scenario's would be.
-pub fn controller(cc: &str, params: &[String]) -> Result<CcFactory, String> {
-    factory(&dumbbell(cc, params, "10Mbps,50ms,2bdp", "1MB", &[])?)
+/// A controller from `--cc` and `--param`, checked as a scenario's would be, for full packets
+/// of 1500 bytes on the wire.
+pub fn controller(cc: &str, params: &[String], timestamps: bool) -> Result<CcFactory, String> {
+    factory(
+        &dumbbell(cc, params, "10Mbps,50ms,2bdp", "1MB", &[])?,
+        timestamps,
+    )
 }
 
 /// `--duration` as a duration.

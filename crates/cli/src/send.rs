@@ -36,7 +36,7 @@ pub struct SendArgs {
 }
 
 async fn send(args: SendArgs) -> Result<(), String> {
-    let factory = live::controller(&args.cc, &args.param)?;
+    let factory = live::controller(&args.cc, &args.param, !args.no_timestamps)?;
     let size = parse_bytes(&args.size).map_err(|e| format!("--size: {e}"))?;
     let cert = std::fs::read(&args.cert)
         .map_err(|e| format!("cannot read {}: {e}", args.cert.display()))?;

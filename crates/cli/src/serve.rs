@@ -108,7 +108,7 @@ fn stopped_event(
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
-    let factory = live::controller(&args.cc, &args.param)?;
+    let factory = live::controller(&args.cc, &args.param, !args.no_timestamps)?;
     let stop = live::Stop::watch(live::duration(args.duration.as_deref())?)?;
     let timestamps = !args.no_timestamps;
     let bytes = |name: &str, value: &str| parse_bytes(value).map_err(|e| format!("--{name}: {e}"));

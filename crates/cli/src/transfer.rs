@@ -73,16 +73,19 @@ fn scenario(args: &TransferArgs) -> Result<Scenario, String> {
     let set = match &args.scenario {
         Some(file) => load(file, &args.set).map_err(|e| e.to_string())?,
         None => {
-            return checked(live::dumbbell(
-                args.cc.as_deref().unwrap_or("cubic"),
-                &args.param,
-                args.link.as_deref().unwrap_or("10Mbps,50ms,2bdp"),
-                args.size.as_deref().unwrap_or("20MB"),
-                &args.set,
-            )?)
+            return checked(
+                live::dumbbell(
+                    args.cc.as_deref().unwrap_or("cubic"),
+                    &args.param,
+                    args.link.as_deref().unwrap_or("10Mbps,50ms,2bdp"),
+                    args.size.as_deref().unwrap_or("20MB"),
+                    &args.set,
+                )?,
+                !args.no_timestamps,
+            )
         }
     };
-    checked(pick(set, args.point)?)
+    checked(pick(set, args.point)?, !args.no_timestamps)
 }
 
 /// The point of `set` a transfer runs: its only one, or point `point` (from 1) of a sweep.
@@ -109,7 +112,7 @@ fn pick(set: ScenarioSet, point: Option<usize>) -> Result<Scenario, String> {
 }
 
 /// `s` if it has the one flow a transfer can run.
-fn checked(s: Scenario) -> Result<Scenario, String> {
+fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
     let [flow] = &s.flows[..] else {
         return Err("a transfer scenario needs exactly one flow".into());
     };
@@ -133,7 +136,7 @@ fn checked(s: Scenario) -> Result<Scenario, String> {
                 .into(),
         );
     }
-    live::factory(&s)?;
+    live::factory(&s, timestamps)?;
     Ok(s)
 }
 
@@ -143,13 +146,15 @@ struct RealRun {
     emulator: EmulatorStats,
     /// ACKs that gave the controller a one-way-delay sample.
     owd_samples: u64,
+    /// Packets the server's controller saw acknowledged.
+    packets_acked: u64,
     summary: Summary,
     trace: Series,
 }
 
 async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
     let flow = &s.flows[0];
-    let factory = live::factory(s)?;
+    let factory = live::factory(s, timestamps)?;
     // The one connection may buffer what its client's window allows, however large the path.
     let window = receive_window(s).max(endpoint::DEFAULT_CONNECTION_WINDOW);
     let server = endpoint::serve(ServeOptions {
@@ -188,9 +193,33 @@ async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
         report,
         emulator: stats,
         owd_samples: probe.sample().map_or(0, |p| p.counters.owd_samples),
+        packets_acked: probe.sample().map_or(0, |p| p.counters.packets_acked),
         summary,
         trace,
     })
+}
+
+/// The header bytes of a full packet on the real run: its size on the wire less the stream
+/// bytes per acknowledged packet (IPv4 and UDP, QUIC's header, AEAD tag and frame headers,
+/// and the timestamp trailer; docs/quic.md counts them).
+fn real_header_bytes(s: &Scenario, real: &RealRun) -> u32 {
+    let packet = match &s.flows[0].transport {
+        FlowTransport::Reliable { transport, .. } => transport.packet_size,
+        FlowTransport::Datagram { packet_size, .. } => *packet_size,
+    };
+    let payload = real.report.bytes as f64 / real.packets_acked.max(1) as f64;
+    (f64::from(packet) - payload)
+        .round()
+        .clamp(0.0, f64::from(packet - 1)) as u32
+}
+
+/// `s` with its flow's packets carrying `header` header bytes, as the real run's do.
+fn with_header(s: &Scenario, header: u32) -> Scenario {
+    let mut twin = s.clone();
+    if let FlowTransport::Reliable { transport, .. } = &mut twin.flows[0].transport {
+        transport.header_size = header;
+    }
+    twin
 }
 
 /// The client's stream window: twice the most the path can hold in flight (its BDP plus the
@@ -343,10 +372,17 @@ pub fn run(args: TransferArgs) -> Result<(), String> {
         check_output_dir(dir)?;
     }
     let real = live::runtime()?.block_on(run_real(&s, !args.no_timestamps))?;
-    let sim = args.compare_sim.then(|| runner::run(&s));
+    let header = real_header_bytes(&s, &real);
+    let sim = args
+        .compare_sim
+        .then(|| runner::run(&with_header(&s, header)));
     let sim_summary = sim.as_ref().map(|o| &o.summary);
     if args.json {
-        let value = serde_json::json!({ "real": real.summary, "simulated": sim_summary });
+        let value = serde_json::json!({
+            "real": real.summary,
+            "simulated": sim_summary,
+            "simulated_header_bytes": sim.as_ref().map(|_| header),
+        });
         crate::emit(&format!("{value:#}\n"));
     } else {
         crate::emit(&run_tables(&real.summary));
@@ -362,7 +398,8 @@ pub fn run(args: TransferArgs) -> Result<(), String> {
         ));
         if let Some(sim) = sim_summary {
             crate::emit(&format!(
-                "\nreal vs simulated\n\n{}",
+                "\nreal vs simulated (the simulated packets carry the real run's {header} header \
+                 bytes each)\n\n{}",
                 comparison(&real.summary, sim)
             ));
         }
@@ -408,7 +445,7 @@ mod tests {
             Some(_) => set.clone(),
             None => load(file, &["flows.0.size=5MB".into()]).expect("loads with a size"),
         };
-        pick(set, Some(point)).and_then(checked).err()
+        pick(set, Some(point)).and_then(|s| checked(s, true)).err()
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub const MAX_BDP_MULTIPLE: f64 = 1_000.0;
 pub const MAX_SIZE_BYTES: u64 = 1_000_000_000_000_000;
 /// Most transfers of one short-flow arrival process (also the bound of one without `count`).
 pub const MAX_TRANSFERS: u64 = kleinrock_sim::arrivals::MAX_TRANSFERS;
+/// Smallest `packet_size`: 2 bytes (a header of 1 and a payload of 1).
+pub const MIN_PACKET_BYTES: u64 = 2;
 /// Largest `max_in_flight`, packets (the default is
 /// [`kleinrock_sim::config::DEFAULT_MAX_IN_FLIGHT`]).
 pub const MAX_IN_FLIGHT: u64 = 1 << 24;
@@ -126,7 +128,8 @@ pub fn accepted(path: &str) -> Option<&'static str> {
         "seed" => "a whole number from 0 to 9223372036854775807",
         "count" => "a whole number from 1 to 10000",
         "flow_limit" => "a whole number of packets from 1 to 1000000",
-        "packet_size" => "a whole number of bytes from 41 to 65535",
+        "packet_size" => "a whole number of bytes from 2 to 65535",
+        "header_size" => "a whole number of bytes below packet_size",
         "max_in_flight" => "a whole number of packets from 1 to 16777216",
         "host_jitter" => "a number from 0 (exactly periodic) to 1",
         "loss" => {

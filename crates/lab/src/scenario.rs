@@ -153,6 +153,7 @@ struct FlowSpec {
     count: Option<u64>,
     stagger: Option<String>,
     packet_size: Option<u64>,
+    header_size: Option<u64>,
     max_in_flight: Option<u64>,
     pacing: Option<bool>,
     host_rate: Option<String>,
@@ -178,8 +179,10 @@ pub enum FlowTransport {
     },
     /// Unresponsive datagrams.
     Datagram {
-        /// Bytes per datagram.
+        /// Bytes per datagram on the wire.
         packet_size: u32,
+        /// Header bytes of each datagram.
+        header_size: u32,
     },
 }
 
@@ -292,10 +295,13 @@ fn flow_kind(f: &FlowPlan, seed: u64, i: usize) -> FlowKind {
             params,
             transport,
         } => (cc, params, transport),
-        FlowTransport::Datagram { packet_size } => {
+        FlowTransport::Datagram {
+            packet_size,
+            header_size,
+        } => {
             return FlowKind::Datagram {
                 packet_size: *packet_size,
-                header_size: TransportConfig::default().header_size,
+                header_size: *header_size,
             }
         }
     };
@@ -728,7 +734,7 @@ fn largest_packet(flows: &[FlowPlan], i: usize) -> Option<u32> {
         .filter(|f| f.forward.contains(&i))
         .map(|f| match &f.transport {
             FlowTransport::Reliable { transport, .. } => transport.packet_size,
-            FlowTransport::Datagram { packet_size } => *packet_size,
+            FlowTransport::Datagram { packet_size, .. } => *packet_size,
         });
     let acks = flows
         .iter()
@@ -891,8 +897,22 @@ fn resolve_params(table: &toml::Table, at: &str) -> FieldResult<Params> {
 fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<TransportConfig> {
     let mut t = TransportConfig::default();
     if let Some(size) = f.packet_size {
-        let min = u64::from(t.header_size) + 1;
+        let min = limits::MIN_PACKET_BYTES;
         t.packet_size = field(at("packet_size"), whole_within(size, min, 65_535))? as u32;
+    }
+    if let Some(h) = f.header_size {
+        let max = u64::from(t.packet_size) - 1;
+        let h = whole_within(h, 0, max).map_err(|e| format!("{e} (below packet_size)"));
+        t.header_size = field(at("header_size"), h)? as u32;
+    } else if t.header_size >= t.packet_size {
+        let message = format!(
+            "{} bytes leave no payload after the default {} header bytes; accepted: {} to \
+             65535, or a smaller header_size",
+            t.packet_size,
+            t.header_size,
+            t.header_size + 1
+        );
+        return Err((at("packet_size"), message));
     }
     if let Some(n) = f.max_in_flight {
         let n = whole_within(n, 1, limits::MAX_IN_FLIGHT);
@@ -1253,6 +1273,7 @@ fn resolve_datagram(
     let t = resolve_transport(f, at)?;
     Ok(FlowTransport::Datagram {
         packet_size: t.packet_size,
+        header_size: t.header_size,
     })
 }
 

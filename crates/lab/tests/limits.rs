@@ -90,13 +90,23 @@ fn sizes_buffers_and_windows_have_ranges() {
         "flows[0].max_in_flight",
         &["1 to 16777216"],
     );
-    let set = load(&flow("max_in_flight = 100")).expect("a window of 100 packets");
+    refused(
+        &flow("header_size = 1500"),
+        "flows[0].header_size",
+        &["0 to 1499"],
+    );
+    refused(
+        &flow("packet_size = 40"),
+        "flows[0].packet_size",
+        &["no payload"],
+    );
+    let set = load(&flow("max_in_flight = 100\nheader_size = 78")).expect("valid settings");
     let kleinrock_lab::scenario::FlowTransport::Reliable { transport, .. } =
         &set.points[0].flows[0].transport
     else {
         panic!("a reliable flow")
     };
-    assert_eq!(transport.max_in_flight, 100);
+    assert_eq!((transport.max_in_flight, transport.header_size), (100, 78));
 }
 
 #[test]
@@ -166,7 +176,7 @@ fn wrong_types_are_described_in_the_users_words() {
     refused(
         &flow("packet_size = 4294968796"),
         "flows[0].packet_size",
-        &["4294968796 is out of range; accepted: a whole number from 41 to 65535"],
+        &["4294968796 is out of range; accepted: a whole number from 2 to 65535"],
     );
     let seed = base().replacen("seed = 1", "seed = -1", 1);
     refused(&seed, "seed", &["a whole number from 0 to"]);

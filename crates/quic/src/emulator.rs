@@ -306,10 +306,13 @@ impl EmulatorStats {
     }
 }
 
+/// IPv4 and UDP header bytes in front of each datagram's payload on the wire.
+pub const IPV4_UDP_HEADER: u64 = 28;
+
 /// Bytes a datagram of `payload` UDP payload bytes occupies on an emulated link: the payload
 /// plus 28 (IPv4 and UDP headers) or 48 (IPv6 and UDP headers).
 pub fn wire_bytes(payload: usize, ipv6: bool) -> u32 {
-    let header = if ipv6 { 48 } else { 28 };
+    let header = if ipv6 { 48 } else { IPV4_UDP_HEADER as usize };
     u32::try_from(payload + header).unwrap_or(u32::MAX)
 }
 

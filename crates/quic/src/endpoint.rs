@@ -19,6 +19,7 @@
 //! client trusts exactly that certificate. Only loopback addresses are accepted.
 
 use crate::adapter::{CcFactory, CcProbe};
+use crate::emulator::IPV4_UDP_HEADER;
 use crate::limits::{WindowBudget, MIN_CONNECTION_WINDOW};
 use crate::stamps::{StampStats, StampedSocket, Stamps, ALPN_STAMPED, TRAILER_LEN};
 use kleinrock_cc::Rate;
@@ -487,10 +488,38 @@ impl Drop for ServerHandle {
     }
 }
 
-/// A transport whose congestion controller comes from `factory`, its datagrams fixed to the
+/// The QUIC packet size of a full packet that is `wire` bytes on an IPv4 wire: `wire` less
+/// the IPv4 and UDP headers and, with timestamps, the trailer. A controller on the real
+/// datapath counts this per full packet, as the simulator's counts `wire`, so both windows hold
+/// the same number of packets and both links carry `wire` bytes per packet.
+pub fn quic_packet_size(wire: u64, timestamps: bool) -> Result<u64, String> {
+    let trailer = if timestamps { TRAILER_LEN as u64 } else { 0 };
+    let overhead = IPV4_UDP_HEADER + trailer;
+    // QUIC needs datagrams of at least 1200 bytes (RFC 9000 §14); UDP carries at most
+    // MAX_UDP_PAYLOAD.
+    let (lo, hi) = (
+        1200 + overhead,
+        u64::from(MAX_UDP_PAYLOAD) + IPV4_UDP_HEADER,
+    );
+    if !(lo..=hi).contains(&wire) {
+        return Err(format!(
+            "a packet of {wire} bytes on the wire leaves {} for a QUIC packet ({IPV4_UDP_HEADER} \
+             for IPv4 and UDP{}), and QUIC needs 1200; accepted: {lo} to {hi} bytes",
+            wire.saturating_sub(overhead),
+            if timestamps {
+                ", 16 for the timestamp trailer"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(wire - overhead)
+}
+
+/// A transport whose congestion controller comes from `factory`, its QUIC packets fixed to the
 /// controller's `max_datagram_size` (no MTU discovery, so cwnd and packets count the same
-/// bytes; with timestamps the trailer is part of that size), and windows large enough for
-/// emulated paths.
+/// bytes; with timestamps the trailer follows the packet in its datagram, see
+/// [`quic_packet_size`]), and windows large enough for emulated paths.
 fn sending_transport(
     factory: &CcFactory,
     timestamps: bool,
@@ -498,20 +527,13 @@ fn sending_transport(
 ) -> Result<TransportConfig, Error> {
     let size = factory.config().max_datagram_size;
     let trailer = if timestamps { TRAILER_LEN as u64 } else { 0 };
-    // QUIC needs datagrams of at least 1200 bytes (RFC 9000 §14), the trailer included in the
-    // controller's size, and UDP carries at most MAX_UDP_PAYLOAD.
-    let lo = 1200 + trailer;
-    let mtu = match u16::try_from(size - trailer.min(size)) {
-        Ok(mtu) if size >= lo && size <= u64::from(MAX_UDP_PAYLOAD) => mtu,
+    let mtu = match u16::try_from(size) {
+        Ok(mtu) if size >= 1200 && size + trailer <= u64::from(MAX_UDP_PAYLOAD) => mtu,
         _ => {
             return Err(Error::Connection(format!(
-                "a packet size of {size} bytes does not fit a QUIC datagram; accepted: {lo} to \
-                 {MAX_UDP_PAYLOAD} bytes{}",
-                if timestamps {
-                    " (16 of them for the timestamp trailer)"
-                } else {
-                    ""
-                }
+                "a QUIC packet size of {size} bytes does not fit a datagram; accepted: 1200 to \
+                 {} bytes",
+                u64::from(MAX_UDP_PAYLOAD) - trailer
             )))
         }
     };
