@@ -204,7 +204,7 @@ pub fn link_metrics(l: &LinkStats) -> LinkMetrics {
     LinkMetrics {
         name: l.name.clone(),
         utilisation: if l.counters.capacity_bytes > 0.0 {
-            l.counters.bytes_transmitted as f64 / l.counters.capacity_bytes
+            l.counters.busy_capacity_bytes / l.counters.capacity_bytes
         } else {
             0.0
         },

@@ -48,6 +48,7 @@ struct Retired {
     counters: FlowCounters,
     rtt: Histogram,
     loss_events: EventSpan,
+    window_lost: u64,
     max_rtt_ns: u64,
 }
 
@@ -155,9 +156,10 @@ impl Connection {
         self.poke_all(now, out, events);
     }
 
-    /// Statistics before this call are discarded from now on.
-    pub fn start_measuring(&mut self) {
+    /// Statistics before `now` are discarded from now on.
+    pub fn start_measuring(&mut self, now: u64) {
         self.measuring = true;
+        self.reassembly.open_window(now);
         for sender in self.subflows.iter_mut().filter_map(|s| s.sender.as_mut()) {
             sender.start_measuring();
         }
@@ -335,6 +337,7 @@ impl Connection {
         r.counters = r.counters.plus(&stats.counters);
         r.rtt.merge(&stats.rtt);
         r.loss_events.merge(&stats.loss_events);
+        r.window_lost += stats.window_lost;
         r.max_rtt_ns = r.max_rtt_ns.max(stats.max_rtt_ns);
     }
 
@@ -349,6 +352,18 @@ impl Connection {
     /// Bytes in flight over the open subflows (a closed one's are resent on the others).
     pub fn in_flight(&self) -> u64 {
         self.open_senders().map(Sender::in_flight).sum()
+    }
+
+    /// Packets sent in the measurement window and declared lost, over all subflows.
+    pub fn window_lost(&self) -> u64 {
+        let retired = self.retired.as_ref().map_or(0, |r| r.window_lost);
+        let open: u64 = self
+            .subflows
+            .iter()
+            .filter_map(|s| s.sender.as_ref())
+            .map(|s| s.stats.window_lost)
+            .sum();
+        retired + open
     }
 
     /// Counters over all subflows.

@@ -97,12 +97,17 @@ impl Link {
         }
     }
 
-    /// Accumulates the fill and capacity integrals up to `now`.
+    /// Accumulates the fill and capacity integrals up to `now` (the busy one while a packet is
+    /// in service: call it before the service starts or ends).
     fn account(&mut self, now: u64) {
         let dt = now.saturating_sub(self.last_account_ns);
         if dt > 0 {
+            let capacity = self.rate.bytes_per_sec() * dt as f64 * 1e-9;
             self.counters.fill_integral += self.queue.fill() * dt as f64;
-            self.counters.capacity_bytes += self.rate.bytes_per_sec() * dt as f64 * 1e-9;
+            self.counters.capacity_bytes += capacity;
+            if self.in_service.is_some() {
+                self.counters.busy_capacity_bytes += capacity;
+            }
             self.last_account_ns = now;
         }
     }
@@ -148,6 +153,7 @@ impl Link {
         if now != self.tx_done_ns {
             return; // superseded by a rate step
         }
+        self.account(now);
         let Some(done) = self.in_service.take() else {
             return;
         };
@@ -165,7 +171,6 @@ impl Link {
             events.push(arrival, Target::LinkArrival(self.id));
         }
         self.pipe.push_back((arrival, done.packet));
-        self.account(now);
         if let Some(next) = self.queue.dequeue(now) {
             self.start_transmission(now, next, events);
         }

@@ -37,6 +37,11 @@ enum Endpoints {
         header: u32,
         received_packets: u64,
         received_bytes: u64,
+        /// Datagrams (and their payload bytes) sent in the measurement window and received.
+        window_packets: u64,
+        window_bytes: u64,
+        /// When the latest datagram arrived, ns.
+        last_arrival_ns: u64,
         min_owd_ns: Option<u64>,
         queuing_delay: Histogram,
     },
@@ -47,10 +52,10 @@ enum Endpoints {
 }
 
 impl Endpoints {
-    /// Samples from now on are measured (the window opened).
-    fn start_measuring(&mut self) {
+    /// Samples from `now` on are measured (the window opened).
+    fn start_measuring(&mut self, now: u64) {
         if let Endpoints::Reliable(c) = self {
-            c.start_measuring();
+            c.start_measuring(now);
         }
     }
 }
@@ -104,6 +109,9 @@ impl Flow {
                 header: header_size,
                 received_packets: 0,
                 received_bytes: 0,
+                window_packets: 0,
+                window_bytes: 0,
+                last_arrival_ns: 0,
                 min_owd_ns: None,
                 queuing_delay: Histogram::new(),
             },
@@ -186,7 +194,7 @@ impl Flow {
         };
         Some(TransferReport {
             arrival_ns: self.start_ns,
-            counters: self.counters().since(&self.at_warmup),
+            counters: self.window_counters(),
             measured: c.measured(),
             completion_ns: c.reassembly().completion_ns,
         })
@@ -211,6 +219,30 @@ impl Flow {
                 FlowCounters::default()
             }
         }
+    }
+
+    /// The counters over the measurement window. Packets lost and bytes delivered count only
+    /// packets sent in the window, as the packets sent do: so the loss rate is a fraction of
+    /// the packets it counts, and every byte counted crossed the whole path inside the window.
+    fn window_counters(&self) -> FlowCounters {
+        let mut c = self.counters().since(&self.at_warmup);
+        match &self.endpoints {
+            Endpoints::Reliable(conn) => {
+                c.packets_lost = conn.window_lost();
+                c.bytes_delivered = conn.reassembly().window_delivered();
+            }
+            Endpoints::Datagram {
+                window_packets,
+                window_bytes,
+                ..
+            } => {
+                c.packets_received = *window_packets;
+                c.bytes_delivered = *window_bytes;
+                c.packets_lost = c.packets_sent.saturating_sub(*window_packets);
+            }
+            Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {}
+        }
+        c
     }
 
     /// When the flow finished: its last byte acknowledged (reliable), or its last transfer
@@ -481,7 +513,7 @@ impl Simulator {
         let host = host_seed(self.seed, f as usize, k);
         let mut endpoints = reliable(id, controller, a.transport, a.app, host);
         if self.measuring {
-            endpoints.start_measuring();
+            endpoints.start_measuring(now);
         }
         let transfer = Flow {
             size: parent.size,
@@ -620,14 +652,23 @@ impl Simulator {
                     header,
                     received_packets,
                     received_bytes,
+                    window_packets,
+                    window_bytes,
+                    last_arrival_ns,
                     min_owd_ns,
                     queuing_delay,
                     ..
                 },
                 Body::Datagram,
             ) => {
+                let payload = u64::from(packet.size - *header);
                 *received_packets += 1;
-                *received_bytes += u64::from(packet.size - *header);
+                *received_bytes += payload;
+                *last_arrival_ns = now;
+                if packet.sent_ns >= self.warmup_ns {
+                    *window_packets += 1;
+                    *window_bytes += payload;
+                }
                 let owd = now - packet.sent_ns;
                 let min = min_owd_ns.map_or(owd, |m| m.min(owd));
                 *min_owd_ns = Some(min);
@@ -650,7 +691,7 @@ impl Simulator {
         }
         for flow in &mut self.flows {
             flow.at_warmup = flow.counters();
-            flow.endpoints.start_measuring();
+            flow.endpoints.start_measuring(self.now);
         }
     }
 
@@ -747,9 +788,12 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
     };
     let active_from = flow.start_ns.max(warmup);
     // A stopped flow is active until its last byte is delivered (its bytes in flight at the
-    // stop still count), like a sized one; a datagram flow until its stop.
+    // stop still count), like a sized one; a stopped datagram flow until the later of its stop
+    // and its last datagram's arrival.
     let datagram_stop = match flow.endpoints {
-        Endpoints::Datagram { .. } => flow.stop_ns,
+        Endpoints::Datagram {
+            last_arrival_ns, ..
+        } => flow.stop_ns.map(|s| s.max(last_arrival_ns)),
         _ => None,
     };
     let active_to = [Some(end), completion, flow.finished_ns(), datagram_stop]
@@ -761,12 +805,7 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
     if let Endpoints::Arrivals(a) = &flow.endpoints {
         return a.stats(&flow.name, active_ns);
     }
-    let mut counters = flow.counters().since(&flow.at_warmup);
-    if let Endpoints::Datagram { .. } = flow.endpoints {
-        counters.packets_lost = counters
-            .packets_sent
-            .saturating_sub(counters.packets_received);
-    }
+    let counters = flow.window_counters();
     let measured = match &flow.endpoints {
         Endpoints::Reliable(c) => c.measured(),
         Endpoints::Datagram { queuing_delay, .. } => Measured {

@@ -54,6 +54,33 @@ impl RangeSet {
         (end - start) - covered
     }
 
+    /// How many values of `[start, end)` are present.
+    pub fn count_within(&self, start: u64, end: u64) -> u64 {
+        let lo = self.ranges.partition_point(|r| r.1 <= start);
+        self.ranges[lo..]
+            .iter()
+            .take_while(|r| r.0 < end)
+            .map(|r| r.1.min(end).saturating_sub(r.0.max(start)))
+            .sum()
+    }
+
+    /// The parts of `[start, end)` that are not present, ascending.
+    pub fn gaps_within(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        let lo = self.ranges.partition_point(|r| r.1 <= start);
+        let mut gaps = Vec::new();
+        let mut at = start;
+        for r in self.ranges[lo..].iter().take_while(|r| r.0 < end) {
+            if r.0 > at {
+                gaps.push((at, r.0));
+            }
+            at = at.max(r.1);
+        }
+        if at < end {
+            gaps.push((at, end));
+        }
+        gaps
+    }
+
     /// Forgets every value below `floor`.
     pub fn remove_below(&mut self, floor: u64) {
         let cut = self.ranges.partition_point(|r| r.1 <= floor);
@@ -99,6 +126,19 @@ impl RangeSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_and_gaps_within_a_range() {
+        let mut s = RangeSet::new();
+        s.insert(10, 20);
+        s.insert(30, 40);
+        assert_eq!(s.count_within(0, 100), 20);
+        assert_eq!(s.count_within(15, 35), 10);
+        assert_eq!(s.count_within(20, 30), 0);
+        assert_eq!(s.gaps_within(5, 45), [(5, 10), (20, 30), (40, 45)]);
+        assert_eq!(s.gaps_within(12, 18), []);
+        assert_eq!(s.gaps_within(15, 35), [(20, 30)]);
+    }
 
     #[test]
     fn merges_and_counts_new_values() {

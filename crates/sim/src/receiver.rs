@@ -81,7 +81,7 @@ impl Receiver {
         }
         self.received.remove_below(ack_floor);
         self.received.keep_highest(MAX_ACK_RANGES);
-        stream.take(now, offset, len);
+        stream.take(now, offset, len, packet.sent_ns);
         let queuing_delay = self.queuing_delay(now - packet.sent_ns);
         self.unacked += 1;
         // RFC 9000 §13.2.1: at once when the packet arrives out of order or opens a gap.

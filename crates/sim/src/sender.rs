@@ -49,6 +49,8 @@ struct Record {
     len: u32,
     size: u32,
     outcome: Outcome,
+    /// Sent while the measurement window was open.
+    in_window: bool,
     snapshot: DeliverySnapshot,
 }
 
@@ -61,6 +63,9 @@ pub struct SenderStats {
     pub rtt: Histogram,
     /// Congestion events inside the window.
     pub loss_events: EventSpan,
+    /// Packets sent in the window and declared lost (at any time): the numerator of the loss
+    /// rate, whose denominator is the packets sent in the window.
+    pub window_lost: u64,
     /// Largest RTT sample over the run, ns.
     pub max_rtt_ns: u64,
 }
@@ -500,6 +505,9 @@ impl Sender {
             self.in_flight -= u64::from(rec.size);
             bytes += u64::from(rec.size);
             newest_sent = newest_sent.max(rec.sent_ns);
+            if rec.in_window {
+                self.stats.window_lost += 1;
+            }
             self.rate.on_packet_lost(u64::from(rec.size));
             stream.resend(rec.offset, rec.len);
         }
@@ -682,6 +690,7 @@ impl Sender {
             len,
             size,
             outcome: Outcome::Outstanding,
+            in_window: self.measuring,
             snapshot,
         });
         self.cc.on_sent(

@@ -158,6 +158,9 @@ pub struct LinkCounters {
     pub fill_integral: f64,
     /// Capacity of the link integrated over time, bytes (the denominator of utilisation).
     pub capacity_bytes: f64,
+    /// The same integral over the times a packet was being transmitted (the numerator of
+    /// utilisation: at most `capacity_bytes` by construction, whatever the window's edges cut).
+    pub busy_capacity_bytes: f64,
 }
 
 impl LinkCounters {
@@ -171,6 +174,7 @@ impl LinkCounters {
             packets_policed: self.packets_policed - earlier.packets_policed,
             fill_integral: self.fill_integral - earlier.fill_integral,
             capacity_bytes: self.capacity_bytes - earlier.capacity_bytes,
+            busy_capacity_bytes: self.busy_capacity_bytes - earlier.busy_capacity_bytes,
         }
     }
 }

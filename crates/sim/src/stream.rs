@@ -91,6 +91,19 @@ pub struct Reassembly {
     pub duplicate: u64,
     /// When the last byte of a sized stream arrived, ns.
     pub completion_ns: Option<u64>,
+    window: Option<Box<Window>>,
+}
+
+/// What the measurement window counts: the bytes delivered in order since it opened, less
+/// those first brought by a packet sent before it opened.
+#[derive(Debug)]
+struct Window {
+    open_ns: u64,
+    delivered_at_open: u64,
+    /// Bytes above `delivered` first brought by a packet sent before the window opened.
+    early: RangeSet,
+    /// Bytes delivered since the window opened that such packets brought.
+    early_delivered: u64,
 }
 
 impl Reassembly {
@@ -102,17 +115,50 @@ impl Reassembly {
             delivered: 0,
             duplicate: 0,
             completion_ns: None,
+            window: None,
         }
     }
 
-    /// Bytes `offset..offset + len` arrived at `now`.
-    pub fn take(&mut self, now: u64, offset: u64, len: u32) {
+    /// Opens the measurement window at `now`: from then on [`Reassembly::window_delivered`]
+    /// counts the bytes delivered in order that a packet sent at or after `now` brought first.
+    pub fn open_window(&mut self, now: u64) {
+        let mut early = self.received.clone();
+        early.remove_below(self.delivered);
+        self.window = Some(Box::new(Window {
+            open_ns: now,
+            delivered_at_open: self.delivered,
+            early,
+            early_delivered: 0,
+        }));
+    }
+
+    /// Bytes `offset..offset + len` sent at `sent_ns` arrived at `now`.
+    pub fn take(&mut self, now: u64, offset: u64, len: u32, sent_ns: u64) {
         let end = offset + u64::from(len);
+        if let Some(w) = self.window.as_mut().filter(|w| sent_ns < w.open_ns) {
+            for (a, b) in self.received.gaps_within(offset, end) {
+                w.early.insert(a, b);
+            }
+        }
         let new = self.received.insert(offset, end);
         self.duplicate += u64::from(len) - new;
+        let before = self.delivered;
         self.delivered = self.received.contiguous_end(0);
+        if let Some(w) = self.window.as_mut().filter(|_| self.delivered > before) {
+            w.early_delivered += w.early.count_within(before, self.delivered);
+            w.early.remove_below(self.delivered);
+        }
         if self.completion_ns.is_none() && self.total.is_some_and(|t| self.delivered >= t) {
             self.completion_ns = Some(now);
         }
+    }
+
+    /// Bytes delivered in order since the window opened that a packet sent in the window
+    /// brought first (0 before it opens). Each crossed the whole path inside the window, so
+    /// over the window they are at most what its slowest link carried.
+    pub fn window_delivered(&self) -> u64 {
+        self.window.as_ref().map_or(0, |w| {
+            self.delivered - w.delivered_at_open - w.early_delivered
+        })
     }
 }
