@@ -1,7 +1,7 @@
 //! Queue disciplines of a link: drop-tail FIFO limited in packets or bytes, and fair queuing
 //! (per-flow FIFOs served by deficit round robin in bytes, with a per-flow packet limit, new
 //! flows served before old ones, an initial quantum for a new flow and a credit refill after
-//! 40 ms idle, as Linux `sch_fq.c`; ALGORITHMS.md §15.1).
+//! 40 ms idle, as Linux `net/sched/sch_fq.c`).
 
 use std::collections::VecDeque;
 

@@ -3,7 +3,8 @@
 //!
 //! Linux plugs these algorithms into one TCP core and lets each supply only its
 //! congestion-avoidance increase (`cong_avoid`) and its slow-start threshold (`ssthresh`)
-//! (ALGORITHMS.md §1.4). This module is that core in QUIC's form (RFC 9002 §7): initial window
+//! (`struct tcp_congestion_ops`; Linux `net/ipv4/tcp_cong.c` `tcp_slow_start`,
+//! `tcp_cong_avoid_ai`). This module is that core in QUIC's form (RFC 9002 §7): initial window
 //! and slow start (§7.2, §7.3.1), one reduction per recovery period keyed on send times
 //! (§7.3.2, `recovery::RecoveryEpoch`), the threshold floored at the minimum window (RFC 5681
 //! §3.1 eq. (4)), persistent congestion to the minimum window (§7.6.2), no growth while

@@ -9,7 +9,9 @@
 //! - Linux `net/ipv4/tcp_bbr.c` (mainline), followed where paper and draft leave room: the
 //!   per-ACK order (`bbr_main`), the 1 % pacing margin, packet conservation in recovery, the
 //!   RTO (`CA_Loss`) reaction and the long-term (policer) bandwidth model;
-//! - ALGORITHMS.md §1.3 (round counting), §2 (BBRv1 fact sheet) and §17.
+//! - Linux `lib/win_minmax.c` (Kathleen Nichols' windowed max) for the BtlBw filter, and the
+//!   delivery-rate samples of draft-cheng-iccrg-delivery-rate-estimation (Linux `tcp_rate.c`),
+//!   whose `prior_delivered` also counts the rounds (tcp_bbr.c `bbr_update_bw`).
 //!
 //! Units: cwnd, inflight, delivered and lost are bytes of packets as sent; Linux's packet
 //! counts become multiples of `max_datagram_size` (MSS); bandwidth is a [`Rate`]. Each rule is
@@ -103,7 +105,7 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: ParamKind::Bool,
         default: "true",
         doc: "long-term (token-bucket policer) bandwidth model \
-              (tcp_bbr.c bbr_lt_bw_sampling; ALGORITHMS.md §2.9)",
+              (tcp_bbr.c bbr_lt_bw_sampling)",
     },
     ParamSpec {
         name: "pacing_margin",
@@ -204,7 +206,7 @@ impl BbrParams {
     }
 }
 
-/// Long-term (policer) bandwidth sampling (tcp_bbr.c `lt_*` fields, ALGORITHMS.md §2.9).
+/// Long-term (policer) bandwidth sampling (tcp_bbr.c `lt_*` fields, `bbr_lt_bw_sampling`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct LongTermBw {
     /// Whether an interval is being sampled.
@@ -338,7 +340,7 @@ impl Bbr {
         match self.min_rtt {
             // tcp_bbr.c bbr_bdp: no RTT sample yet, use the initial window.
             None => self.initial_cwnd,
-            // ALGORITHMS.md §2.13 item 10: round up.
+            // tcp_bbr.c bbr_bdp: round up, "to avoid a negative feedback loop".
             Some(rtt) => (bw.bytes_in(rtt) * gain).ceil() as u64,
         }
     }
@@ -358,7 +360,7 @@ impl Bbr {
         self.quantization_budget(self.bdp(bw, gain))
     }
 
-    /// `gain x bw x (1 - margin)` (tcp_bbr.c `bbr_rate_bytes_per_sec`, ALGORITHMS.md §2.6).
+    /// `gain x bw x (1 - margin)` (tcp_bbr.c `bbr_rate_bytes_per_sec`).
     fn pacing_rate_for(&self, bw: Rate, gain: f64) -> Rate {
         pacing_rate(bw, gain, self.params.pacing_margin)
     }
@@ -378,7 +380,7 @@ impl Bbr {
         }
     }
 
-    /// tcp_bbr.c `bbr_update_model`, in its order (ALGORITHMS.md §2.4 step 1).
+    /// tcp_bbr.c `bbr_update_model`, in its order.
     fn update_model(
         &mut self,
         now: Instant,
@@ -399,14 +401,14 @@ impl Bbr {
         self.round_start = false;
         // tcp_bbr.c bbr_update_bw: an invalid sample is no observation at all.
         let Some(rs) = sample else { return };
-        // ALGORITHMS.md §1.3: a round ends when a packet sent after the previous round ended
+        // tcp_bbr.c bbr_update_bw: a round ends when a packet sent after the previous round ended
         // is acknowledged.
         if rs.prior_delivered >= self.next_round_delivered {
             self.start_round();
         }
         self.lt_bw_sampling(losses, rs.is_app_limited);
         let Some(bw) = rs.delivery_rate() else { return };
-        // tcp_bbr.c bbr_update_bw (ALGORITHMS.md §2.13 item 5): app-limited samples only
+        // tcp_bbr.c bbr_update_bw: app-limited samples only
         // raise the max.
         if !rs.is_app_limited || bw >= self.max_bw() {
             // BBR paper: BtlBw = max(deliveryRate) over the last W_B rounds.
@@ -429,7 +431,7 @@ impl Bbr {
         }
     }
 
-    /// tcp_bbr.c `bbr_is_next_cycle_phase` (ALGORITHMS.md §2.5, §2.13 items 1, 2, 12).
+    /// tcp_bbr.c `bbr_is_next_cycle_phase`, called with the inflight before the ACK.
     fn is_next_cycle_phase(&self, prior_in_flight: u64, losses: u64) -> bool {
         let elapsed = self.delivered_time.saturating_since(self.cycle_stamp);
         let full_length = self.min_rtt.is_some_and(|rtt| elapsed > rtt);
@@ -451,7 +453,7 @@ impl Bbr {
         self.cycle_stamp = self.delivered_time;
     }
 
-    /// tcp_bbr.c `bbr_check_full_bw_reached` (BBR paper "Startup"; ALGORITHMS.md §2.5).
+    /// tcp_bbr.c `bbr_check_full_bw_reached` (BBR paper "Startup").
     fn check_full_bw_reached(&mut self, sample: Option<&RateSample>) {
         let app_limited = sample.is_none_or(|rs| rs.is_app_limited);
         if self.full_bw_reached || !self.round_start || app_limited {
@@ -482,7 +484,7 @@ impl Bbr {
     fn update_min_rtt(&mut self, now: Instant, ack: &AckEvent) {
         let expired = self.min_rtt_expired(now);
         if let Some(rtt) = ack.rtt_sample {
-            // ALGORITHMS.md §2.5 (tcp_bbr.c): keep a sample <= min RTT, or any sample once the
+            // tcp_bbr.c bbr_update_min_rtt: keep a sample <= min RTT, or any sample once the
             // estimate is older than the window; equal samples refresh the stamp.
             if expired || self.min_rtt.is_none_or(|min| rtt <= min) {
                 self.min_rtt = Some(rtt);
@@ -514,7 +516,7 @@ impl Bbr {
     }
 
     /// ProbeRTT: hold inflight at 4 packets for max(200 ms, one round) (tcp_bbr.c
-    /// `bbr_update_min_rtt`; ALGORITHMS.md §2.13 item 8).
+    /// `bbr_update_min_rtt`, `bbr_check_probe_rtt_done`).
     fn update_probe_rtt(&mut self, now: Instant, in_flight: u64) {
         self.mark_probe_rtt_app_limited(in_flight);
         match self.probe_rtt_done_stamp {
@@ -575,8 +577,7 @@ impl Bbr {
         }
     }
 
-    /// tcp_bbr.c `bbr_reset_probe_bw_mode`: a random start phase, never the 0.75 one
-    /// (ALGORITHMS.md §2.13 item 3).
+    /// tcp_bbr.c `bbr_reset_probe_bw_mode`: a random start phase, never the 0.75 one.
     fn reset_probe_bw_mode(&mut self) {
         self.mode = Mode::ProbeBw;
         let offset = self.rng.gen_range(0..CYCLE_RAND) as usize;
@@ -592,7 +593,7 @@ impl Bbr {
             // BBR paper "Drain": the inverse of Startup's gain; cwnd keeps Startup's gain.
             Mode::Drain => (1.0 / high, high),
             Mode::ProbeBw => {
-                // ALGORITHMS.md §2.9: pacing gain 1 while the policed rate is used.
+                // tcp_bbr.c bbr_update_gains: pacing gain 1 while the policed rate is used.
                 let pacing = if self.lt.use_bw {
                     1.0
                 } else {
@@ -604,7 +605,7 @@ impl Bbr {
         };
     }
 
-    /// tcp_bbr.c `bbr_set_pacing_rate` (ALGORITHMS.md §2.6, §2.13 item 6).
+    /// tcp_bbr.c `bbr_set_pacing_rate`: never lowered before the pipe is full.
     fn set_pacing_rate(&mut self, bw: Rate, gain: f64, srtt: Option<Duration>) {
         if !self.has_seen_rtt {
             if let Some(srtt) = srtt {
@@ -618,7 +619,7 @@ impl Bbr {
         }
     }
 
-    /// tcp_bbr.c `bbr_set_cwnd` (draft-00 `BBRSetCwnd`; ALGORITHMS.md §2.7).
+    /// tcp_bbr.c `bbr_set_cwnd` (draft-00 `BBRSetCwnd`).
     fn set_cwnd(&mut self, ack: &AckEvent, losses: u64, bw: Rate) {
         if ack.acked_bytes > 0 {
             let (cwnd, conserving) = self.recover_or_restore(ack, losses);
@@ -650,8 +651,8 @@ impl Bbr {
         cwnd.max(self.min_pipe_cwnd())
     }
 
-    /// tcp_bbr.c `bbr_set_cwnd_to_recover_or_restore` (ALGORITHMS.md §2.8): returns the
-    /// cwnd and whether packet conservation decides it.
+    /// tcp_bbr.c `bbr_set_cwnd_to_recover_or_restore`: returns the cwnd and whether packet
+    /// conservation decides it.
     fn recover_or_restore(&mut self, ack: &AckEvent, losses: u64) -> (u64, bool) {
         let mut cwnd = self.cwnd;
         // draft-00 BBRModulateCwndForRecovery: cwnd = max(cwnd - losses, 1 packet).
@@ -718,7 +719,7 @@ impl Bbr {
     }
 
     /// Persistent congestion as Linux's RTO: `tcp_enter_loss` (save cwnd, cwnd = inflight +
-    /// 1 packet) and tcp_bbr.c `bbr_set_state(TCP_CA_Loss)` (ALGORITHMS.md §2.8).
+    /// 1 packet) and tcp_bbr.c `bbr_set_state(TCP_CA_Loss)`.
     fn on_persistent_congestion(&mut self, now: Instant, event: &CongestionEvent) {
         self.save_cwnd();
         self.cwnd = event.in_flight + self.mss;
@@ -733,7 +734,7 @@ impl Bbr {
         self.lt_bw_sampling(1, false);
     }
 
-    /// tcp_bbr.c `bbr_lt_bw_sampling` (ALGORITHMS.md §2.9): detects a token-bucket policer
+    /// tcp_bbr.c `bbr_lt_bw_sampling`: detects a token-bucket policer
     /// from intervals of 4-16 rounds with >= 50/256 loss and a consistent delivery rate.
     fn lt_bw_sampling(&mut self, losses: u64, app_limited: bool) {
         if !self.params.lt_bw {
@@ -855,7 +856,7 @@ impl Controller for Bbr {
         }
     }
 
-    /// tcp_bbr.c `bbr_main` (ALGORITHMS.md §2.4): model, then pacing rate, then cwnd.
+    /// tcp_bbr.c `bbr_main`: model, then pacing rate, then cwnd.
     fn on_ack(&mut self, now: Instant, ack: &AckEvent) {
         self.note_start(now);
         self.delivered = ack.delivered;
@@ -1603,7 +1604,7 @@ mod tests {
 
     #[test]
     fn equal_rtt_samples_refresh_the_rtprop_stamp() {
-        // tcp_bbr.c (mainline) and ALGORITHMS.md §2.13 item 7: a sample equal to the estimate
+        // tcp_bbr.c bbr_update_min_rtt (mainline): a sample equal to the estimate
         // refreshes it, so a path whose RTT keeps returning to its minimum needs no ProbeRTT.
         let mut c = bbr(5);
         let rtt = ms(40);
@@ -1743,7 +1744,8 @@ mod tests {
             },
         );
         assert_eq!(c.prior_cwnd, cwnd0);
-        // First ACK in recovery: cwnd = inflight + acked (ALGORITHMS.md §2.8).
+        // First ACK in recovery: cwnd = inflight + acked (tcp_bbr.c
+        // bbr_set_cwnd_to_recover_or_restore).
         let mut ack = steady_ack(flight - 2 * MSS, ms(40));
         ack.largest_acked_sent_time = at(Duration::from_nanos(d.now) - ms(40));
         ack.delivered = delivered + MSS;
@@ -1869,7 +1871,7 @@ mod tests {
             },
         );
         // tcp_enter_loss: cwnd = inflight + 1 packet; tcp_bbr.c bbr_set_state(TCP_CA_Loss):
-        // full_bw = 0, mode and full_bw_reached kept (ALGORITHMS.md §2.13 item 9).
+        // full_bw = 0, mode and full_bw_reached kept.
         assert_eq!(c.cwnd, MSS);
         assert_eq!(c.prior_cwnd, cwnd0);
         assert_eq!(c.full_bw, Rate::ZERO);
@@ -1983,8 +1985,7 @@ mod tests {
         // Steady delivery at 4 Mbps with one packet lost per three delivered (loss/delivered =
         // 1/3 >= 50/256): the first lossy ACK starts an interval, each interval ends at the
         // first lossy ACK after 4 rounds, and two intervals with the same rate engage the
-        // policer model (tcp_bbr.c bbr_lt_bw_sampling / bbr_lt_bw_interval_done, ALGORITHMS.md
-        // §2.9).
+        // policer model (tcp_bbr.c bbr_lt_bw_sampling / bbr_lt_bw_interval_done).
         let rate = mbps(4.0);
         let rtt = ms(50);
         let mut c = bbr(13);

@@ -1,12 +1,13 @@
 //! BBR v2 as the google/bbr `v2alpha` branch implements it, counted in bytes.
 //!
 //! Sources: google/bbr `net/ipv4/tcp_bbr2.c` (v2alpha, the BBRv2 that the QUIC-DC paper compares
-//! against), draft-cardwell-iccrg-bbr-congestion-control-02 (the IETF text of BBRv2: the
-//! inflight_hi / inflight_lo model, the ProbeBW_DOWN / CRUISE / REFILL / UP sub-states) and
-//! ALGORITHMS.md §1 (delivery rate, round counting), §2 (BBRv1 parts v2 keeps) and §3 (the v2
-//! model, constants, sub-state machine, loss and ECN reactions; v2 values preferred over v3 as
-//! §3.5 asks). Each rule is tagged with the `tcp_bbr2.c` function it follows, e.g.
-//! `// tcp_bbr2.c bbr2_is_inflight_too_high`, or the fact-sheet section.
+//! against: the model, constants, sub-state machine, loss and ECN reactions, and the BBRv1 parts
+//! of Linux `tcp_bbr.c` it keeps), draft-cardwell-iccrg-bbr-congestion-control-02 (the IETF text
+//! of BBRv2: the inflight_hi / inflight_lo model, the ProbeBW_DOWN / CRUISE / REFILL / UP
+//! sub-states) and the delivery-rate samples of draft-cheng-iccrg-delivery-rate-estimation (Linux
+//! `tcp_rate.c`, with v2's `lost` and `tx_in_flight`). Where v2 and v3 (draft-ietf-ccwg-bbr)
+//! differ, the v2 value is the default (`docs/bbr2.md` says why). Each rule is tagged with the
+//! `tcp_bbr2.c` function it follows, e.g. `// tcp_bbr2.c bbr2_is_inflight_too_high`.
 //!
 //! Units: cwnd, inflight levels and delivered data are bytes; Linux packet-count constants
 //! (minimum cwnd 4, the PROBE_UP budget of 2, the Reno round bound) are multiples of the
@@ -32,7 +33,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// STARTUP pacing gain 2/ln 2 (tcp_bbr2.c `bbr_high_gain`, ALGORITHMS.md §3.2).
+/// STARTUP pacing gain 2/ln 2 (tcp_bbr2.c `bbr_high_gain`).
 const HIGH_GAIN: f64 = 2.0 / std::f64::consts::LN_2;
 /// STARTUP and DRAIN cwnd gain (tcp_bbr2.c `bbr_startup_cwnd_gain`).
 const STARTUP_CWND_GAIN: f64 = HIGH_GAIN;
@@ -85,28 +86,27 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: ParamKind::Number,
         default: "0.02",
         doc: "loss rate (lost / tx_in_flight) above which inflight is too high, 0.001 to 0.5 \
-              (tcp_bbr2.c bbr_loss_thresh; ALGORITHMS.md §3.2)",
+              (tcp_bbr2.c bbr_loss_thresh)",
     },
     ParamSpec {
         name: "beta",
         kind: ParamKind::Number,
         default: "0.7",
         doc: "multiplier of inflight_lo / bw_lo per loss round and of the target on a too-high \
-              probe, 0.1 to 1 (tcp_bbr2.c bbr_beta = 30 % cut; ALGORITHMS.md §3.2)",
+              probe, 0.1 to 1 (tcp_bbr2.c bbr_beta = 30 % cut)",
     },
     ParamSpec {
         name: "headroom",
         kind: ParamKind::Number,
         default: "0.15",
         doc: "fraction of inflight_hi left unused in CRUISE and PROBE_RTT, 0 to 0.9 \
-              (tcp_bbr2.c bbr_inflight_headroom; ALGORITHMS.md §3.2)",
+              (tcp_bbr2.c bbr_inflight_headroom)",
     },
     ParamSpec {
         name: "ecn",
         kind: ParamKind::Bool,
         default: "false",
-        doc: "react to DCTCP/L4S-style ECN-CE marks (tcp_bbr2.c bbr_ecn_enable; \
-              ALGORITHMS.md §3.2, §3.4)",
+        doc: "react to DCTCP/L4S-style ECN-CE marks (tcp_bbr2.c bbr_ecn_enable)",
     },
     ParamSpec {
         name: "ecn_thresh",
@@ -127,14 +127,14 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: ParamKind::Number,
         default: "3",
         doc: "rounds without 25 % bandwidth growth that end STARTUP, 1 to 7 \
-              (tcp_bbr2.c bbr_full_bw_cnt; ALGORITHMS.md §2.5)",
+              (tcp_bbr2.c bbr_full_bw_cnt)",
     },
     ParamSpec {
         name: "full_loss_cnt",
         kind: ParamKind::Number,
         default: "8",
         doc: "loss events in one recovery round (with loss above loss_thresh) that end \
-              STARTUP; 0 disables, 0 to 15 (tcp_bbr2.c bbr_full_loss_cnt; ALGORITHMS.md §3.2)",
+              STARTUP; 0 disables, 0 to 15 (tcp_bbr2.c bbr_full_loss_cnt)",
     },
     ParamSpec {
         name: "full_ecn_cnt",
@@ -148,28 +148,28 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: ParamKind::Number,
         default: "1",
         doc: "probe at the latest after this many BDPs (in packets) of rounds, like Reno; 0 \
-              disables the bound, 0 to 10 (tcp_bbr2.c bbr_bw_probe_reno_gain; ALGORITHMS.md §3.3)",
+              disables the bound, 0 to 10 (tcp_bbr2.c bbr_bw_probe_reno_gain)",
     },
     ParamSpec {
         name: "down_gain",
         kind: ParamKind::Number,
         default: "0.75",
         doc: "PROBE_BW DOWN pacing gain, 0.5 to 1 (tcp_bbr2.c bbr_pacing_gain[BBR_BW_PROBE_DOWN]; \
-              0.9 in draft-ietf-ccwg-bbr and mvfst Bbr2, ALGORITHMS.md §3.5)",
+              0.9 in draft-ietf-ccwg-bbr and mvfst Bbr2.cpp)",
     },
     ParamSpec {
         name: "drain_to_target",
         kind: ParamKind::Bool,
         default: "true",
         doc: "hold PROBE_BW DOWN until inflight <= BDP; false also leaves after one min_rtt \
-              (tcp_bbr2.c bbr_drain_to_target; ALGORITHMS.md §3.2)",
+              (tcp_bbr2.c bbr_drain_to_target)",
     },
     ParamSpec {
         name: "probe_rtt_interval",
         kind: ParamKind::Duration,
         default: "5s",
         doc: "PROBE_RTT when no RTT sample matched the recent minimum for this long, above 0 \
-              and at most 10s (tcp_bbr2.c bbr_probe_rtt_win_ms; ALGORITHMS.md §3.2)",
+              and at most 10s (tcp_bbr2.c bbr_probe_rtt_win_ms)",
     },
     ParamSpec {
         name: "probe_rtt_duration",
@@ -526,7 +526,7 @@ impl Bbr2 {
     // ---- model accessors -------------------------------------------------------------------
 
     /// The windowed max bandwidth: max of the two PROBE_BW cycle slots (tcp_bbr2.c
-    /// `bbr_max_bw`; ALGORITHMS.md §3.1).
+    /// `bbr_max_bw`).
     fn max_bw(&self) -> Rate {
         max_rate(self.max_bw[0], self.max_bw[1])
     }
@@ -700,7 +700,7 @@ impl Bbr2 {
         }
     }
 
-    /// tcp_bbr2.c `bbr_update_round_start` (ALGORITHMS.md §1.3).
+    /// tcp_bbr2.c `bbr_update_round_start`.
     fn update_round_start(&mut self, s: &Sample) {
         self.round_start = false;
         if s.valid && s.prior_delivered >= self.next_round_delivered {
@@ -777,7 +777,8 @@ impl Bbr2 {
         if !s.valid || s.acked == 0 {
             return;
         }
-        // ALGORITHMS.md §2.4 a: app-limited samples may raise the max but never lower it.
+        // tcp_bbr2.c bbr2_update_congestion_signals: app-limited samples may raise the max
+        // but never lower it.
         if !s.app_limited || s.bw >= self.max_bw() {
             self.max_bw[1] = max_rate(self.max_bw[1], s.bw); // bbr2_take_max_bw_sample
         }
@@ -798,7 +799,7 @@ impl Bbr2 {
 
     /// Once per loss round while not probing: cut bw_lo / inflight_lo by beta on loss and by
     /// the ECN factor on CE marks, never below this round's delivery (tcp_bbr2.c
-    /// `bbr2_adapt_lower_bounds`; ALGORITHMS.md §3.4).
+    /// `bbr2_adapt_lower_bounds`).
     fn adapt_lower_bounds(&mut self) {
         if self.is_probing_bandwidth() {
             return;
@@ -848,7 +849,7 @@ impl Bbr2 {
     }
 
     /// Windowed max of data acknowledged beyond the bandwidth estimate (tcp_bbr2.c
-    /// `bbr_update_ack_aggregation`; ALGORITHMS.md §2.7).
+    /// `bbr_update_ack_aggregation`).
     fn update_ack_aggregation(&mut self, now: Instant, s: &Sample) {
         if s.acked == 0 || !s.valid {
             return;
@@ -891,7 +892,7 @@ impl Bbr2 {
 
     /// STARTUP exit on loss: at the end of a loss round in recovery, at least
     /// `full_loss_cnt` loss events and loss above the threshold (tcp_bbr2.c
-    /// `bbr2_check_loss_too_high_in_startup`; ALGORITHMS.md §3.4).
+    /// `bbr2_check_loss_too_high_in_startup`).
     fn check_loss_too_high_in_startup(&mut self, s: &Sample) {
         if self.full_bw_reached {
             return;
@@ -921,7 +922,7 @@ impl Bbr2 {
     }
 
     /// STARTUP exit on a bandwidth plateau: `full_bw_cnt` rounds without 25 % growth
-    /// (tcp_bbr2.c `bbr_check_full_bw_reached`; ALGORITHMS.md §2.5).
+    /// (tcp_bbr2.c `bbr_check_full_bw_reached`).
     fn check_full_bw_reached(&mut self, s: &Sample) {
         if self.full_bw_reached || !self.round_start || s.app_limited {
             return;
@@ -950,7 +951,7 @@ impl Bbr2 {
 
     // ---- PROBE_BW ---------------------------------------------------------------------------
 
-    /// tcp_bbr2.c `bbr2_update_cycle_phase` (ALGORITHMS.md §3.3).
+    /// tcp_bbr2.c `bbr2_update_cycle_phase`.
     fn update_cycle_phase(&mut self, now: Instant, s: &Sample) {
         if !self.full_bw_reached {
             return;
@@ -1042,7 +1043,7 @@ impl Bbr2 {
     }
 
     /// Each PROBE_BW cycle the max-bw window advances (tcp_bbr2.c
-    /// `bbr2_advance_max_bw_filter`; ALGORITHMS.md §3.1).
+    /// `bbr2_advance_max_bw_filter`).
     fn advance_max_bw_filter(&mut self) {
         if self.max_bw[1] == Rate::ZERO {
             return; // no samples in this window; keep the old one
@@ -1052,7 +1053,7 @@ impl Bbr2 {
     }
 
     /// Loss above `loss_thresh` of tx_in_flight, or CE above `ecn_thresh` of delivered
-    /// (tcp_bbr2.c `bbr2_is_inflight_too_high`; ALGORITHMS.md §3.4).
+    /// (tcp_bbr2.c `bbr2_is_inflight_too_high`).
     fn is_inflight_too_high(&self, s: &Sample) -> bool {
         if s.lost > 0 && s.tx_in_flight > 0 {
             let loss_thresh = s.tx_in_flight as f64 * self.p.loss_thresh;
@@ -1070,7 +1071,7 @@ impl Bbr2 {
     }
 
     /// React once per probe: inflight_hi = max(tx_in_flight, beta x target_inflight), then
-    /// leave PROBE_UP (tcp_bbr2.c `bbr2_handle_inflight_too_high`; ALGORITHMS.md §3.4).
+    /// leave PROBE_UP (tcp_bbr2.c `bbr2_handle_inflight_too_high`).
     fn handle_inflight_too_high(&mut self, now: Instant, s: &Sample) {
         self.prev_probe_too_high = true;
         self.bw_probe_samples = false;
@@ -1097,7 +1098,7 @@ impl Bbr2 {
 
     /// The inflight at which loss crossed the threshold inside the lost packet: solve
     /// (lost_prev + x) / (inflight_prev + x) = loss_thresh for x (tcp_bbr2.c
-    /// `bbr2_inflight_hi_from_lost_skb`; ALGORITHMS.md §3.4).
+    /// `bbr2_inflight_hi_from_lost_skb`).
     fn inflight_hi_from_lost_packet(&self, s: &Sample, bytes: u64) -> u64 {
         let inflight_prev = s.tx_in_flight.saturating_sub(bytes);
         let lost_prev = s.lost.saturating_sub(bytes);
@@ -1226,7 +1227,7 @@ impl Bbr2 {
     // ---- min RTT and PROBE_RTT ------------------------------------------------------------
 
     /// Two min-RTT filters (5 s for PROBE_RTT scheduling, 10 s for the estimate) and the
-    /// PROBE_RTT state (tcp_bbr2.c `bbr_update_min_rtt`; ALGORITHMS.md §3.2).
+    /// PROBE_RTT state (tcp_bbr2.c `bbr_update_min_rtt`).
     fn update_min_rtt(&mut self, now: Instant, s: &Sample, in_flight: u64) {
         let probe_rtt_expired =
             now.saturating_since(self.probe_rtt_min_stamp) > self.p.probe_rtt_interval;
@@ -1345,8 +1346,7 @@ impl Bbr2 {
         self.pacing_rate = initial_pacing_rate(self.cwnd, srtt, HIGH_GAIN, PACING_MARGIN);
     }
 
-    /// The pacing rate only rises until the pipe is full (tcp_bbr2.c `bbr_set_pacing_rate`;
-    /// ALGORITHMS.md §2.6).
+    /// The pacing rate only rises until the pipe is full (tcp_bbr2.c `bbr_set_pacing_rate`).
     fn set_pacing_rate(&mut self, bw: Rate, gain: f64, srtt: Option<Duration>) {
         if !self.has_seen_rtt && srtt.is_some() {
             self.init_pacing_rate_from_rtt(srtt);
@@ -1358,7 +1358,7 @@ impl Bbr2 {
     }
 
     /// Grow toward the target (slow-start-like) or snap down to it once the pipe is full
-    /// (tcp_bbr2.c `bbr_set_cwnd`; no packet conservation in v2, ALGORITHMS.md §3.4).
+    /// (tcp_bbr2.c `bbr_set_cwnd`; no packet conservation in v2).
     fn set_cwnd(&mut self, s: &Sample, bw: Rate) {
         if s.acked > 0 {
             let target = self.bdp(bw, self.cwnd_gain) + self.ack_aggregation_cwnd();
@@ -1433,7 +1433,7 @@ impl Bbr2 {
 
     /// Persistent congestion, QUIC's RTO: Loss state, full_bw restarts, inflight_lo from the
     /// saved cwnd if not probing, cwnd = in flight + 1 packet (tcp_bbr2.c `bbr2_set_state`
-    /// TCP_CA_Loss, Linux `tcp_enter_loss`; ALGORITHMS.md §3.4).
+    /// TCP_CA_Loss, Linux `tcp_enter_loss`).
     fn enter_loss(&mut self, now: Instant, event: &CongestionEvent) {
         if self.ca_state == CaState::Open {
             self.save_cwnd();
@@ -1952,7 +1952,7 @@ mod tests {
     #[test]
     fn startup_exits_on_bandwidth_plateau_then_drains_to_the_bdp() {
         // Deep buffer, no loss: STARTUP ends after `full_bw_cnt` = 3 rounds in which max_bw
-        // grew by less than 25 % (tcp_bbr2.c bbr_check_full_bw_reached, ALGORITHMS.md §2.5).
+        // grew by less than 25 % (tcp_bbr2.c bbr_check_full_bw_reached).
         let mut pipe = Pipe::new(mbps(10.0), ms(50), 20.0);
         let mut cc = bbr2(1);
         let mut per_round: Vec<Rate> = Vec::new();
@@ -1976,7 +1976,8 @@ mod tests {
             inflight_hi, UNSET,
             "a plateau exit leaves inflight_hi unset"
         );
-        // Delivery-rate samples never overestimate (ALGORITHMS.md §1.1); within 10 % below.
+        // Delivery-rate samples never overestimate: the interval is the longer of the send and
+        // ACK phases (draft-cheng-iccrg-delivery-rate-estimation §3.3); within 10 % below.
         let ratio = max_bw.bytes_per_sec() / pipe.rate.bytes_per_sec();
         assert!((0.9..=1.001).contains(&ratio), "max_bw / rate = {ratio}");
         // The last three rounds grew less than 25 % over the one before them.
@@ -1991,8 +1992,8 @@ mod tests {
 
     #[test]
     fn startup_exits_on_excessive_loss_before_the_plateau() {
-        // v2's loss-based STARTUP exit (tcp_bbr2.c bbr2_check_loss_too_high_in_startup,
-        // ALGORITHMS.md §3.4): >= 8 loss events in a recovery round with loss > 2 %. With
+        // v2's loss-based STARTUP exit (tcp_bbr2.c bbr2_check_loss_too_high_in_startup):
+        // >= 8 loss events in a recovery round with loss > 2 %. With
         // 10 % random loss on a 100 Mbps / 50 ms path (BDP 417 packets) it fires while the
         // bandwidth estimate is still doubling, long before 3 flat rounds.
         let mut pipe = Pipe::new(mbps(100.0), ms(50), 20.0);
@@ -2070,7 +2071,7 @@ mod tests {
 
     #[test]
     fn inflight_hi_is_where_loss_crossed_two_percent() {
-        // tcp_bbr2.c bbr2_inflight_hi_from_lost_skb (ALGORITHMS.md §3.4): the lost packet
+        // tcp_bbr2.c bbr2_inflight_hi_from_lost_skb: the lost packet
         // left with 150 000 B in flight, 4 000 B were lost since it was sent (2.67 % > 2 %).
         // Before it: inflight_prev = 148 500, lost_prev = 2 500 < budget ceil(2 %) = 2 970, so
         // the crossing is x = (2 970 - 2 500) / 0.98 = 479 bytes into the packet; exact.
@@ -2147,7 +2148,7 @@ mod tests {
 
     #[test]
     fn loss_while_cruising_cuts_lower_bounds_by_beta_once_per_round() {
-        // tcp_bbr2.c bbr2_adapt_lower_bounds (ALGORITHMS.md §3.4): once per loss round, not
+        // tcp_bbr2.c bbr2_adapt_lower_bounds: once per loss round, not
         // probing: bw_lo = max(bw_latest, 0.7 max_bw), inflight_lo = max(inflight_latest,
         // 0.7 cwnd); cwnd is then capped by inflight_lo. Exact.
         let mut c = bbr2(1);
@@ -2225,7 +2226,7 @@ mod tests {
 
     #[test]
     fn probe_bw_cycles_down_cruise_refill_up_and_up_raises_inflight_hi() {
-        // ALGORITHMS.md §3.3 / tcp_bbr2.c bbr2_update_cycle_phase: DOWN -> CRUISE -> REFILL ->
+        // tcp_bbr2.c bbr2_update_cycle_phase: DOWN -> CRUISE -> REFILL ->
         // UP -> DOWN (DOWN may go straight to REFILL when the probe time comes first; PROBE_RTT
         // returns to CRUISE through DOWN at once). 10 Mbps / 50 ms, 1 BDP buffer: STARTUP's
         // 2.89 BDP overflows it, so inflight_hi is set and each UP has a bound to raise.
@@ -2340,7 +2341,7 @@ mod tests {
 
     #[test]
     fn probe_wait_is_two_to_three_seconds_random_and_seeded() {
-        // tcp_bbr2.c bbr2_pick_probe_wait: 2 s + U[0, 1 s) (ALGORITHMS.md §3.2); checked per
+        // tcp_bbr2.c bbr2_pick_probe_wait: 2 s + U[0, 1 s); checked per
         // ACK, so the wait may overrun by one ACK interval (0.12 ms here); 1 ms tolerance.
         let a = probe_waits(1);
         assert!(a.len() >= 5, "{a:?}");
@@ -2360,8 +2361,8 @@ mod tests {
         // 10 Mbps / 50 ms, 0.5 BDP drop-tail: STARTUP overflows the buffer and ends on loss
         // with inflight_hi = BDP estimate; from then on PROBE_UP stops on inflight_hi or a
         // 1.25 BDP queue before the 1.5 BDP overflow level, so loss stays far below the 2 %
-        // threshold and the pipe stays full (ALGORITHMS.md §3.3, §3.4); 10 % goodput
-        // tolerance.
+        // threshold and the pipe stays full (tcp_bbr2.c bbr2_check_loss_too_high_in_startup,
+        // bbr2_update_cycle_phase); 10 % goodput tolerance.
         let mut pipe = Pipe::new(mbps(10.0), ms(50), 0.5);
         let mut cc = bbr2(5);
         pipe.run(&mut cc, at_ms(5_000), |_, _| {});
@@ -2384,7 +2385,7 @@ mod tests {
         // 2 % (tcp_bbr2.c bbr2_inflight_hi_from_lost_skb), floored at beta x target
         // (bbr2_handle_inflight_too_high); UP then raises it again. So inflight_hi settles
         // near L (measured 1.00 L to 1.13 L; asserted within [0.9 L, 1.2 L]) and the long-run
-        // loss rate stays below the 2 % threshold (ALGORITHMS.md §3.1, §3.4).
+        // loss rate stays below the 2 % threshold (bbr_loss_thresh).
         let mut pipe = Pipe::new(mbps(10.0), ms(50), 10.0);
         let level = (1.1 * pipe.bdp()) as u64;
         pipe.loss_above = Some((level, 0.10));
@@ -2427,7 +2428,7 @@ mod tests {
 
     #[test]
     fn probe_rtt_holds_half_a_bdp_for_200ms() {
-        // tcp_bbr2.c bbr_update_min_rtt / bbr_probe_rtt_cwnd (ALGORITHMS.md §3.2): when no RTT
+        // tcp_bbr2.c bbr_update_min_rtt / bbr_probe_rtt_cwnd: when no RTT
         // sample matched the minimum for 5 s, PROBE_RTT caps cwnd at max(4, 0.5 BDP) (v1: 4
         // packets) and holds it for 200 ms plus a round once inflight is down to it. The path
         // RTT grows by 5 ms at t = 2 s so the 50 ms minimum is never seen again.
@@ -2524,7 +2525,8 @@ mod tests {
 
     #[test]
     fn ecn_reaction_when_enabled() {
-        // tcp_bbr2.c (ALGORITHMS.md §3.2, §3.4): with ECN enabled and min_rtt <= 5 ms,
+        // tcp_bbr2.c bbr2_update_ecn_alpha, bbr2_check_ecn_too_high_in_startup and
+        // bbr2_adapt_lower_bounds: with ECN enabled and min_rtt <= 5 ms,
         // STARTUP ends after 2 rounds with >= 50 % CE (inflight_hi = BDP estimate), and CE
         // marks cut inflight_lo by alpha / 3 per round outside probing. When the link halves,
         // max_bw remembers the old rate for up to two probe cycles; without ECN (and without

@@ -78,7 +78,7 @@ pub(crate) enum CaState {
 }
 
 /// `gain x bw x (1 - margin)` (tcp_bbr.c `bbr_rate_bytes_per_sec`, tcp_bbr2.c
-/// `bbr_bw_to_pacing_rate`; ALGORITHMS.md §2.6).
+/// `bbr_bw_to_pacing_rate`).
 pub(crate) fn pacing_rate(bw: Rate, gain: f64, margin: f64) -> Rate {
     bw.scaled(gain * (1.0 - margin))
 }

@@ -5,9 +5,9 @@
 //! arXiv:2010.08362, 2020 (FQ-detect): §III-B, the two rules ("if current rtt <= smallest rtt ever
 //! measured on the connection + 5 ms then increase the sending rate by 1 %", otherwise "decrease
 //! the sending rate by 5 %"), and §VI-A, the single flow of Fig. 3 that starts with "a slow start
-//! algorithm similar to the one used by the classic TCP CCA New Reno"; ALGORITHMS.md §14.3, the
-//! facts of the authors' code (CN-TU/PCC-Uspace `src/pcc/pcc_sender.cpp`, modes FIXED_RATE and
-//! VEGAS_LIKE), which settle what the paper leaves open:
+//! algorithm similar to the one used by the classic TCP CCA New Reno"; the authors' code
+//! (CN-TU/PCC-Uspace `src/pcc/pcc_sender.cpp`, modes FIXED_RATE and VEGAS_LIKE, and the driver
+//! `src/app/pccclient.cpp`), which settles what the paper leaves open:
 //!
 //! - the rule runs once per monitor interval (MI, [`crate::estimators::monitor`]) on the mean of
 //!   the MI's per-ACK RTT samples, and divides the rate by 0.99 (+1.01 %) or by 1.05 (-4.76 %);
@@ -217,9 +217,9 @@ impl DelayFq {
     }
 
     fn slow_start(&mut self, result: &MonitorResult) {
-        // ALGORITHMS.md §14.3 (FIXED_RATE, one flow): after the first loss, the first MI that
-        // lost packets ends the start-up at its goodput (send rate x (1 - loss)); any other
-        // result doubles the rate. An MI that delivered nothing keeps the rate.
+        // pccclient.cpp wait_for_new_result (FIXED_RATE, one flow): after the first loss, the
+        // first MI that lost packets ends the start-up at its goodput (send rate x (1 - loss));
+        // any other result doubles the rate. An MI that delivered nothing keeps the rate.
         let goodput = result.goodput();
         if self.lost_once && result.loss > 0.0 {
             self.mode = Mode::Delay;
@@ -251,7 +251,8 @@ impl DelayFq {
 impl Controller for DelayFq {
     fn on_sent(&mut self, now: Instant, packet: &SentPacket) {
         if self.queue.needs_interval(now) {
-            // ALGORITHMS.md §14.3: one useful MI at a time, none before the first RTT sample.
+            // pcc_sender.cpp CreateUsefulInterval: one useful MI at a time, none before the
+            // first RTT sample.
             let useful = self.avg_rtt.get().is_some() && self.queue.useful_pending() == 0;
             let length = interval_length(self.avg_rtt.get(), self.rate, self.mss);
             self.queue.open(now, length, self.rate, useful);
@@ -280,7 +281,8 @@ impl Controller for DelayFq {
         }
         self.queue.on_loss(event);
         if self.mode == Mode::SlowStart && !self.lost_once {
-            // ALGORITHMS.md §14.3: the first loss clears the MI queue, rate kept.
+            // pcc_sender.cpp OnCongestionEvent (FIXED_RATE): the first loss clears the MI
+            // queue, rate kept.
             self.lost_once = true;
             self.queue.clear();
         }
@@ -351,7 +353,7 @@ mod tests {
     #[test]
     fn plus_one_percent_at_or_below_min_plus_five_ms_else_minus_five() {
         // FQ-detect §III-B rules 1 and 2; PCC-Uspace VEGAS_LIKE divides by 0.99 and 1.05
-        // (ALGORITHMS.md §14.3). Exact up to f64 rounding (1e-9 relative).
+        // (pcc_sender.cpp OnUtilityAvailable). Exact up to f64 rounding (1e-9 relative).
         let mut c = in_delay_mode(10e6, ms(10));
         let steps = [
             (ms(15), 1.0 / 0.99),
@@ -369,7 +371,7 @@ mod tests {
     #[test]
     fn without_startup_it_begins_with_the_delay_rule() {
         // After fq_switch's probe, PCC-Uspace enters VEGAS_LIKE at the probe's goodput
-        // (ALGORITHMS.md §14.3): no doubling start.
+        // (pccclient.cpp wait_for_new_result, set_vegas): no doubling start.
         let c = DelayFq::new(
             &ControllerConfig::default(),
             DelayFqParams {
@@ -406,7 +408,8 @@ mod tests {
 
     #[test]
     fn one_change_per_measured_interval() {
-        // ALGORITHMS.md §14.3: the rule runs once per MI result, one MI measured at a time.
+        // pcc_sender.cpp OnUtilityAvailable, CreateUsefulInterval: the rule runs once per MI
+        // result, one MI measured at a time.
         // A 10 ms path without queue: every result is below the threshold, so after n
         // decisions the rate is 100 Mbit/s / 0.99^n (f64 rounding: 1e-9 relative).
         let mut c = in_delay_mode(100e6, ms(10));
@@ -417,14 +420,14 @@ mod tests {
         assert!((c.rate.bits_per_sec() / expected - 1.0).abs() < 1e-9);
         // An MI lasts 1.5 RTTs here (10 packets take 0.12 ms); its last packet is acked one
         // RTT after its end, inside the next MI, so the MI after that is the next one
-        // measured: one decision per 3 RTTs, 33 in 100 RTTs (the sheet's "about every 2.5
-        // RTT" is the 1.5 + 1 without the wait for the next MI to start).
+        // measured: one decision per 3 RTTs, 33 in 100 RTTs (the estimate
+        // 1.5 + 1 = 2.5 RTTs leaves out the wait for the next MI to start).
         assert!((32.0..=34.0).contains(&n), "{n} decisions in 100 RTTs");
     }
 
     #[test]
     fn slow_start_doubles_per_interval() {
-        // FQ-detect §VI-A: a slow start "similar to New Reno"; ALGORITHMS.md §14.3:
+        // FQ-detect §VI-A: a slow start "similar to New Reno"; PCC-Uspace pccclient.cpp:
         // FIXED_RATE doubles from 1 Mbit/s with each MI result. Exact: 1e6 x 2^n.
         let mut c = delay_fq();
         let mut d = Driver::default();
@@ -440,7 +443,7 @@ mod tests {
 
     #[test]
     fn slow_start_ends_at_the_goodput_of_the_first_lossy_interval() {
-        // ALGORITHMS.md §14.3: the first loss clears the MI queue (rate kept, no doubling for
+        // PCC-Uspace: the first loss clears the MI queue (rate kept, no doubling for
         // those MIs); the next MI with loss sets the rate to its goodput and the delay rule
         // takes over. A 12 Mbit/s bottleneck, 10 ms, 20 packets.
         let mut c = delay_fq();

@@ -5,8 +5,8 @@
 //! (arXiv:2010.08362, 2020; FQ-detect), §III: the start-up probe ([`probe`]), then "if FQ is used
 //! change to a delay-based CCA or revert to a loss-based CCA otherwise" (§III step 2), by default
 //! the paper's pair: `delay_fq` (§III-B) and the loss-based PCC, `pcc` (§III-C: "we use the
-//! algorithm PCC"; the reference code falls back to its loss-only utility, PCC_CLASSIC,
-//! ALGORITHMS.md §14.3: `vivace`'s rate control without the latency term). Either may be any
+//! algorithm PCC"; the reference code, `src/app/pccclient.cpp`, falls back to its loss-only
+//! utility, PCC_CLASSIC: `vivace`'s rate control without the latency term). Either may be any
 //! registered controller (`fq` and `fifo`): the registry hands [`build`] its list of controllers
 //! ([`info`] takes the constructor that does so), so this module finds them by name without
 //! depending on the registry.
@@ -20,7 +20,8 @@
 //! Hand-over: the chosen controller is built fresh; if it takes `start_rate_bps` and
 //! `startup` parameters (`delay_fq`, `vivace`, `pcc`) it starts at the goodput both legs had in the
 //! deciding round without a start-up phase, as the reference code sets flow 1's rate to the
-//! sum of both flows' goodputs (ALGORITHMS.md §14.3); any other starts as on a new connection.
+//! sum of both flows' goodputs (pccclient.cpp `wait_for_new_result`); any other starts as on a
+//! new connection.
 //!
 //! Re-detection (`redetect`, beyond the paper: its §VII proposes measuring again "every 5 or
 //! 10 seconds"): that long after each decision the probe runs again, its slow leg starting at
@@ -78,7 +79,7 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: ParamKind::Number,
         default: "1000000",
         doc: "the probe's slow leg's first rate, bit/s; the fast leg's is twice it \
-              (ALGORITHMS.md §14.3: 1 Mbit/s)",
+              (PCC-Uspace MIN_RATE: 1 Mbit/s)",
     },
     ParamSpec {
         name: "jitter",

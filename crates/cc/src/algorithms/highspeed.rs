@@ -4,8 +4,8 @@
 //! with Low_Window = 38, High_Window = 83000, High_P = 10^-7, High_Decrease = 0.1, the per-ACK
 //! increase `cwnd += a(w)/cwnd` and the decrease `cwnd = (1 - b(w)) cwnd` (§5), standard TCP at
 //! `w <= Low_Window` (§5), and the table of a(w), b(w) in Appendix B; Linux
-//! `net/ipv4/tcp_highspeed.c`, whose `hstcp_aimd_vals` table (b(w) stored as `md` x 256,
-//! ALGORITHMS.md §11) is used here as it is: row `i` covers windows up to its bound and gives
+//! `net/ipv4/tcp_highspeed.c`, whose `hstcp_aimd_vals` table (b(w) stored as `md` x 256) is
+//! used here as it is: row `i` covers windows up to its bound and gives
 //! a(w) = i + 1 packets per RTT and b(w) = md / 256. The Reno core around it (slow start,
 //! recovery periods, persistent congestion) is [`crate::algorithms::aimd`], QUIC's form of Linux's.
 //!
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_and_b_from_the_table_at_several_windows() {
-        // ALGORITHMS.md §11 table (Linux hstcp_aimd_vals): exact.
+        // tcp_highspeed.c hstcp_aimd_vals: exact.
         for (w, a_w, md) in [
             (1, 1, 128),
             (38, 1, 128),

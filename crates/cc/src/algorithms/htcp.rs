@@ -4,7 +4,7 @@
 //! PFLDnet 2004: the increase α(Δ) as a function of the time Δ since the last congestion event
 //! with Δ_L = 1 s, α = 2 (1 - β) α(Δ) for TCP-friendliness, the adaptive backoff β =
 //! RTT_min / RTT_max within [0.5, 0.8], RTT scaling of α and the bandwidth switch; Linux
-//! `net/ipv4/tcp_htcp.c` (ALGORITHMS.md §10), followed for every detail the paper leaves open:
+//! `net/ipv4/tcp_htcp.c`, followed for every detail the paper leaves open:
 //! `htcp_alpha_update` (RTT scaling by min_RTT / 100 ms clamped to [0.1, 2], at least 1),
 //! `htcp_beta_update` (the fallbacks to 0.5: min_RTT <= 10 ms, the first event after a mode
 //! switch, a maxB change of more than 20 %), `measure_rtt` (max_RTT only outside recovery and

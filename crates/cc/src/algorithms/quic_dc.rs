@@ -7,12 +7,12 @@
 //! queuing delay OWQD_i = OWQD_i-1 + OWDV_i (eq. (5), in `crate::estimators::owqd`), the delay
 //! congestion event OWQD >= tau (eq. (6)), the reaction of Westwood+ after 3 duplicate ACKs,
 //! cwnd = BWE x RTT_min, and a faster BWE low-pass filter (eq. (7), illegible in our copy of the
-//! paper); §5: tau as a fraction (10/20/50/80 %) of the bottleneck buffer in time. ALGORITHMS.md
-//! §8.2-§8.4 and §8.7 restate them with the facts of the authors' mvfst code (b4lt0/qw
-//! `WestwoodOWD.cpp`, experiment era): filter old weight 0.25 in both stages (the paper as quoted
-//! by a port: 0.2), OWQD clamped at 0 and reset to 0 after a delay reaction and on every loss
-//! callback, the delay check on every ACK, ACKs of packets sent before the last loss reduction
-//! ignored for growth and BWE, persistent congestion to the minimum window. The Westwood+ part is
+//! paper); §5: tau as a fraction (10/20/50/80 %) of the bottleneck buffer in time. The authors'
+//! mvfst code (b4lt0/qw `WestwoodOWD.cpp`, experiment era) settles what the paper leaves open:
+//! filter old weight 0.25 in both stages (the paper as quoted by a port: 0.2), OWQD clamped at 0
+//! and reset to 0 after a delay reaction and on every loss callback, the delay check on every
+//! ACK, ACKs of packets sent before the last loss reduction ignored for growth and BWE,
+//! persistent congestion to the minimum window. The Westwood+ part is
 //! `crate::algorithms::westwood` (Linux `tcp_westwood.c`).
 //!
 //! This module owns [`QuicDc`] and its [`Signal`]; it registers `quic_dc` and `rtt_dc`. See
@@ -27,7 +27,8 @@ use crate::controller::{
 use crate::estimators::owqd::OwqdEstimator;
 use std::time::Duration;
 
-/// Default filter old weight: the authors' experiment-era mvfst code, 2/8 (ALGORITHMS.md §8.2).
+/// Default filter old weight: the authors' experiment-era mvfst code, 2/8 (WestwoodOWD.cpp
+/// `westwoodLowPassFilter`).
 pub const DEFAULT_BWE_OLD_WEIGHT: f64 = 0.25;
 
 /// Threshold tau when no threshold parameter is given: 10 % of a 2-BDP buffer at 50 ms base RTT
@@ -290,7 +291,7 @@ impl QuicDc {
         }
     }
 
-    /// Sets the queuing delay to zero after a reaction (ALGORITHMS.md §8.3: owd = 0).
+    /// Sets the queuing delay to zero after a reaction (WestwoodOWD.cpp `onPacketAcked`: owd = 0).
     fn reset_signal(&mut self, now: Instant) {
         self.owqd.reset();
         self.rtt_queuing_delay = Duration::ZERO;
@@ -310,14 +311,15 @@ impl Controller for QuicDc {
     fn on_ack(&mut self, now: Instant, ack: &AckEvent) {
         if let Some(sample) = &ack.one_way_delay {
             // QUIC-DC eq. (3)-(5) for every sample, also of packets sent before the last loss
-            // reduction (ALGORITHMS.md §8.4).
+            // reduction (WestwoodOWD.cpp `onAckEvent`: `updateOneWayDelay` first).
             self.owqd.on_sample(sample);
             self.owd_samples += 1;
         }
         let counts = self.core.measure(now, ack);
         self.take_rtt_sample(ack);
         if !counts {
-            // Sent before the last loss reduction: no delay check, no growth (§8.4).
+            // Sent before the last loss reduction: no delay check, no growth (WestwoodOWD.cpp
+            // onPacketAcked).
             return;
         }
         // QUIC-DC eq. (6): a delay congestion event when OWQD >= tau, on every ACK.
@@ -330,7 +332,7 @@ impl Controller for QuicDc {
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) {
         // Loss, ECN-CE and persistent congestion react as Westwood+ does.
         self.core.on_congestion(now, event);
-        // ALGORITHMS.md §8.3/§8.4: OWQD is reset to 0 on every loss callback.
+        // WestwoodOWD.cpp onPacketLoss: OWQD is reset to 0 on every loss callback.
         self.reset_signal(now);
     }
 
@@ -467,7 +469,7 @@ mod tests {
     fn delay_event_sets_window_to_bwe_times_rtt_min_and_resets_owqd() {
         // QUIC-DC §3 / eq. (6): when OWQD >= tau, ssthresh = cwnd = BWE x RTT_min =
         // 1.25e6 B/s x 50 ms = 62,500 bytes (floating-point product truncated: within 1 byte)
-        // and OWQD = 0 (ALGORITHMS.md §8.3).
+        // and OWQD = 0 (WestwoodOWD.cpp onPacketAcked).
         let mut c = quic_dc(10, Signal::OneWayDelay);
         measured(&mut c, 400);
         let grown = c.cwnd();
@@ -508,8 +510,9 @@ mod tests {
 
     #[test]
     fn default_filter_is_the_authors_quarter_weight() {
-        // ALGORITHMS.md §8.2: old weight 0.25 in both stages; raw samples 0.8, 1.6, 0.8 MB/s
-        // give 0.8, 1.25, 1.025 MB/s (hand-computed; floating point, 1e-9 relative).
+        // WestwoodOWD.cpp westwoodLowPassFilter: old weight 0.25 in both stages; raw samples
+        // 0.8, 1.6, 0.8 MB/s give 0.8, 1.25, 1.025 MB/s (hand-computed; floating point, 1e-9
+        // relative).
         let mut c = INFO
             .instantiate(&Params::new(), &ControllerConfig::default())
             .expect("default build");
@@ -528,8 +531,8 @@ mod tests {
 
     #[test]
     fn loss_reacts_as_westwood_and_resets_owqd() {
-        // ALGORITHMS.md §8.3: ssthresh = cwnd = BWE x RTT_min once per recovery period, and
-        // OWQD = 0 on every loss callback.
+        // WestwoodOWD.cpp onPacketLoss: ssthresh = cwnd = BWE x RTT_min once per recovery
+        // period, and OWQD = 0 on every loss callback.
         let mut c = quic_dc(10, Signal::OneWayDelay);
         measured(&mut c, 400);
         c.on_ack(at(401), &owd_ack(401, 50, 1250, 5_000, 0));
@@ -552,7 +555,7 @@ mod tests {
 
     #[test]
     fn no_second_reduction_within_one_recovery_period() {
-        // RFC 9002 §7.3.2 / ALGORITHMS.md §8.4: after a loss reduction, losses of packets
+        // RFC 9002 §7.3.2 / WestwoodOWD.cpp: after a loss reduction, losses of packets
         // sent before it are ignored and ACKs of such packets are not checked for delay.
         let mut c = quic_dc(10, Signal::OneWayDelay);
         measured(&mut c, 400);

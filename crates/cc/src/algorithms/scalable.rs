@@ -3,7 +3,7 @@
 //! Sources: T. Kelly, "Scalable TCP: Improving Performance in Highspeed Wide Area Networks",
 //! CCR 33(2), 2003: `cwnd += a` per acknowledged packet with a = 0.01 and `cwnd -= b cwnd` per
 //! congestion event with b = 0.125 (multiplicative increase, multiplicative decrease); Linux
-//! `net/ipv4/tcp_scalable.c` (ALGORITHMS.md §12): `tcp_cong_avoid_ai` with a window of
+//! `net/ipv4/tcp_scalable.c`: `tcp_cong_avoid_ai` with a window of
 //! `min(cwnd, TCP_SCALABLE_AI_CNT)` packets, so one packet per 100 acknowledged once cwnd > 100
 //! packets and Reno's one per window below, and `ssthresh = max(cwnd - cwnd / 8, 2)`
 //! (`tcp_scalable_ssthresh`). The Reno core around it (slow start, recovery periods, persistent

@@ -2,11 +2,11 @@
 //!
 //! Source: the SIAD paper, M. Kühlewind, "TCP SIAD: Congestion Control supporting High Speed and
 //! Low Latency", ETH TIK Technical Report 367, 2016 (§III; equations (3)-(19)), and the behaviour
-//! of the authors' Linux module `tcp_siad.c` as ALGORITHMS.md §13.4 restates it (where the paper
-//! leaves room). The five parts: Scalable Increase (eq. 3), the Trend (eq. 4-5), Fast Increase
-//! (eq. 6; slow start uses the same mechanism), Adaptive Decrease with the estimated window at
-//! the congestion event (eq. 7-14), and Additional Decrease (eq. 15-19). `docs/siad.md` lists
-//! every choice made.
+//! of the author's Linux 3.5.7 module `tcp_siad.c` (`tcp_siad_cong_avoid`, `tcp_siad_ssthresh`,
+//! `tcp_siad_cwnd_event`; where the paper leaves room). The five parts: Scalable Increase
+//! (eq. 3), the Trend (eq. 4-5), Fast Increase (eq. 6; slow start uses the same mechanism),
+//! Adaptive Decrease with the estimated window at the congestion event (eq. 7-14), and
+//! Additional Decrease (eq. 15-19). `docs/siad.md` lists every choice made.
 //!
 //! As in the module, the window and its thresholds are whole packets, and the increase step is
 //! kept as `increase` = alpha x Num_RTT (fixed point), so alpha = increase / Num_RTT and the ACK

@@ -5,20 +5,20 @@
 //! u = x^t - b x dRTT/dT - c x L of a sending rate x (Mbit/s) with its RTT gradient dRTT/dT and
 //! loss rate L, t = 0.9, b = 900, c = 11.35; rate control by the utility's gradient, measured
 //! with pairs of monitor intervals (MIs) at x(1 + eps) and x(1 - eps), with a confidence
-//! amplifier and a dynamic change boundary. ALGORITHMS.md §14.4, the facts of the PCC code the
-//! fair-queuing detection paper (FQ-detect, §III-C and §IV) ran (CN-TU/PCC-Uspace
-//! `src/pcc/pcc_sender.cpp`, UDT build), for every constant of the rate control: eps = 5 %, two
-//! pairs in random order that must agree, STARTING (doubling while the utility rises, half
-//! rate on a fall, immediate PROBING when the RTT exceeds 1.3 x the RTT at the MI's start),
-//! DECISION_MADE until the step direction flips, the amplifier schedule, the change bound
-//! 5 % + 6 % x allowance, the minimum rate 2 Mbit/s and minimum change 0.5 Mbit/s (Mbit =
-//! 2^20 bit). MIs are [`crate::estimators::monitor`]'s.
+//! amplifier and a dynamic change boundary. The PCC code the fair-queuing detection paper
+//! (FQ-detect, §III-C and §IV) ran (CN-TU/PCC-Uspace `src/pcc/pcc_sender.cpp`, UDT build), for
+//! every constant of the rate control: eps = 5 %, two pairs in random order that must agree,
+//! STARTING (doubling while the utility rises, half rate on a fall, immediate PROBING when the
+//! RTT exceeds 1.3 x the RTT at the MI's start), DECISION_MADE until the step direction flips,
+//! the amplifier schedule, the change bound 5 % + 6 % x allowance, the minimum rate 2 Mbit/s
+//! and minimum change 0.5 Mbit/s (Mbit = 2^20 bit). MIs are [`crate::estimators::monitor`]'s.
 //!
 //! The latency term is the paper's b x dRTT/dT (not the reference code's 11330 x bytes per
 //! packet x latency inflation), a gradient below 0.01 counting as 0 as in WebRTC's Vivace port
-//! (where the sheet's b, c and t come from), and c is constant (not the code's 1 below 3 %
-//! loss). With b = 0 this is the loss-only PCC that the fair-queuing paper falls back to
-//! without fair queuing (the code's PCC_CLASSIC, ALGORITHMS.md §14.3), with the paper's c.
+//! (`modules/congestion_controller/pcc`, with the same b, c and t), and c is constant (not the
+//! code's 1 below 3 % loss). With b = 0 this is the loss-only PCC that the fair-queuing paper
+//! falls back to without fair queuing (the code's PCC_CLASSIC, `pcc_monitor_interval_queue.cpp`),
+//! with the paper's c.
 //! `docs/vivace.md` says why and lists every other choice.
 //!
 //! Owns [`Vivace`], its parameters [`VivaceParams`] and the registry entry [`INFO`].
@@ -34,18 +34,18 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
 
-/// The unit of x in the utility and of the rate constants, bits (ALGORITHMS.md §14.4:
-/// "Mbit = 2^20 bit").
+/// The unit of x in the utility and of the rate constants, bits (PCC-Uspace `kMegabit` =
+/// 1024 x 1024).
 pub const MBIT: f64 = 1_048_576.0;
-/// Default exponent t of the throughput term (PCC Vivace; ALGORITHMS.md §14.4: 0.9).
+/// Default exponent t of the throughput term (Vivace paper; WebRTC port `kThroughputPower`).
 pub const DEFAULT_EXPONENT: f64 = 0.9;
-/// Default latency coefficient b (PCC Vivace; ALGORITHMS.md §14.4: 900).
+/// Default latency coefficient b (Vivace paper; WebRTC port `kRttGradientCoefficient`).
 pub const DEFAULT_LATENCY_COEFFICIENT: f64 = 900.0;
-/// Default loss coefficient c (PCC Vivace; ALGORITHMS.md §14.4: 11.35).
+/// Default loss coefficient c (Vivace paper; WebRTC port `kLossCoefficient`).
 pub const DEFAULT_LOSS_COEFFICIENT: f64 = 11.35;
 /// Default RTT gradient tolerance: |dRTT/dT| below it counts as 0 (WebRTC's Vivace port,
-/// `modules/congestion_controller/pcc`, kRttGradientThreshold, beside the b, c and t of
-/// ALGORITHMS.md §14.4; PCC-Uspace filters RTT inflation below 2 % the same way).
+/// `modules/congestion_controller/pcc`, kRttGradientThreshold, beside its b, c and t;
+/// PCC-Uspace filters RTT inflation below 2 % the same way).
 pub const DEFAULT_RTT_GRADIENT_THRESHOLD: f64 = 0.01;
 /// Minimum rate, bits per second (pcc_sender.cpp: 2 Mbit = 2 x 2^20 bit/s).
 pub const MIN_RATE_BPS: f64 = 2.0 * MBIT;
@@ -139,8 +139,7 @@ pub const PCC_PARAMS: &[ParamSpec] = &[
 ];
 
 /// Registry entry for `pcc`: the loss-only PCC the fair-queuing detection paper falls back to
-/// without fair queuing (§III-C; PCC-Uspace PCC_CLASSIC, ALGORITHMS.md §14.3), `vivace` with
-/// b = 0.
+/// without fair queuing (§III-C; PCC-Uspace PCC_CLASSIC), `vivace` with b = 0.
 pub const PCC_INFO: ControllerInfo = ControllerInfo {
     name: "pcc",
     summary: "loss-only PCC: vivace's rate control on u = x^0.9 - 11.35 x L (the FQ-detection \
@@ -295,7 +294,7 @@ impl Direction {
 }
 
 /// The step size state of pcc_sender.cpp: confidence amplifier, change-bound allowance and
-/// swing buffer (ALGORITHMS.md §14.4).
+/// swing buffer (`ComputeRateChange`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Stepper {
     amplifier: f64,
@@ -333,7 +332,7 @@ impl Stepper {
     }
 
     /// One more step the same way: the swing buffer drains first, then the amplifier grows by
-    /// 0.5 below 3 and by 1 from there (ALGORITHMS.md §14.4).
+    /// 0.5 below 3 and by 1 from there (pcc_sender.cpp `ComputeRateChange`).
     fn grow(&mut self) {
         if self.swing > 0 {
             self.swing -= 1;
@@ -359,7 +358,7 @@ impl Stepper {
     }
 }
 
-/// PCC Vivace confidence amplifier, as pcc_sender.cpp scales it (ALGORITHMS.md §14.4):
+/// PCC Vivace confidence amplifier, as pcc_sender.cpp `ComputeRateChange` scales it:
 /// a + 1 below 3, 2a - 2 below 6, 4a - 14 below 9, 9a - 50 beyond.
 fn amplification(a: f64) -> f64 {
     if a < 3.0 {
@@ -485,7 +484,7 @@ impl Vivace {
 
     /// Starts an MI at `now`: the next probe while PROBING has probes to send, else at the
     /// central rate, useful when no other useful MI is pending; none useful before the first
-    /// RTT sample (ALGORITHMS.md §14.3-14.4).
+    /// RTT sample (pcc_sender.cpp `MaybeSetSendingRate`, `CreateUsefulInterval`).
     fn open_interval(&mut self, now: Instant) {
         let rtt_known = self.avg_rtt.get().is_some();
         let (rate, useful) = match &mut self.mode {
@@ -523,7 +522,7 @@ impl Vivace {
         match &mut self.mode {
             Mode::Starting { best } => {
                 if best.is_none_or(|b| u > b) {
-                    // ALGORITHMS.md §14.4 STARTING: double while the utility rises.
+                    // pcc_sender.cpp OnUtilityAvailable, STARTING: double while the utility rises.
                     *best = Some(u);
                     self.set_rate(self.rate.scaled(2.0));
                 } else {
@@ -542,9 +541,9 @@ impl Vivace {
         }
     }
 
-    /// PROBING's decision over two pairs (ALGORITHMS.md §14.4): each pair votes for the rate
-    /// with the higher utility; only when both vote the same way does the rate move, by the
-    /// mean of the pairs' gradients. Otherwise probe again around the same rate.
+    /// PROBING's decision over two pairs (pcc_sender.cpp `CanMakeDecision`): each pair votes
+    /// for the rate with the higher utility; only when both vote the same way does the rate
+    /// move, by the mean of the pairs' gradients. Otherwise probe again around the same rate.
     fn decide(&mut self, results: &[(Rate, f64)]) {
         let mut votes = Vec::with_capacity(PROBING_PAIRS);
         let mut sum = 0.0;
@@ -573,7 +572,7 @@ impl Vivace {
 
     /// DECISION_MADE: the gradient between the last two MIs gives the next step while it
     /// points the same way; a flip goes back to PROBING with the rate stepped back by
-    /// min(rounds x 2 %, 10 %) (ALGORITHMS.md §14.4).
+    /// min(rounds x 2 %, 10 %) (pcc_sender.cpp `EnterProbing`).
     fn follow(&mut self, rate: Rate, u: f64) {
         let Mode::DecisionMade {
             direction,
@@ -617,7 +616,8 @@ impl Controller for Vivace {
         if let Some(sample) = ack.rtt_sample {
             self.avg_rtt.update(sample);
             if matches!(self.mode, Mode::Starting { .. }) && self.rtt_inflated() {
-                // ALGORITHMS.md §14.4: RTT > 1.3 x MI-start RTT in STARTING -> PROBING now.
+                // pcc_sender.cpp OnCongestionEvent: RTT > 1.3 x MI-start RTT in STARTING ->
+                // PROBING now.
                 self.enter_probing(self.rate.scaled(0.5));
             }
         }
@@ -710,7 +710,7 @@ mod tests {
     #[test]
     fn utility_values() {
         // PCC Vivace: u = x^0.9 - 900 x dRTT/dT - 11.35 x L, x in Mbit/s of 2^20 bit
-        // (ALGORITHMS.md §14.4). x = 10: 10^0.9 = 7.943282347242815; 5 % loss costs
+        // (PCC-Uspace kMegabit). x = 10: 10^0.9 = 7.943282347242815; 5 % loss costs
         // 11.35 x 10 x 0.05 = 5.675; a gradient of 0.01 costs 900 x 10 x 0.01 = 90.
         let u = Utility::default();
         let x09 = 7.943_282_347_242_815;
@@ -738,8 +738,8 @@ mod tests {
 
     #[test]
     fn starting_doubles_while_utility_rises_then_probes_at_half() {
-        // ALGORITHMS.md §14.4 STARTING: double each MI while the utility rises; on a fall,
-        // PROBING at half the rate. Exact in 2^20 bit units.
+        // pcc_sender.cpp OnUtilityAvailable, EnterProbing: in STARTING double each MI while the
+        // utility rises; on a fall, PROBING at half the rate. Exact in 2^20 bit units.
         let mut c = vivace_with(1, 2.0, 900.0);
         for k in 0..4 {
             let x = 2.0 * 2f64.powi(k);
@@ -754,8 +754,8 @@ mod tests {
 
     #[test]
     fn starting_ends_at_once_when_the_rtt_inflates_by_thirty_percent() {
-        // ALGORITHMS.md §14.4: RTT > 1.3 x MI-start RTT in STARTING -> immediate PROBING at
-        // half the rate; the RTT is PCC's average, (3 old + sample) / 4 (§14.3). From 10 ms, a
+        // pcc_sender.cpp OnCongestionEvent: RTT > 1.3 x MI-start RTT in STARTING -> immediate
+        // PROBING at half the rate; the RTT is PCC's average, (3 old + sample) / 4. From 10 ms, a
         // 22 ms sample makes it exactly 13 ms (not above), a following 16 ms sample 13.75 ms.
         let mut c = vivace_with(1, 8.0, 900.0);
         c.on_ack(at(10), &ack_with_rtt(1500, at(0), ms(10)));
@@ -777,8 +777,8 @@ mod tests {
 
     #[test]
     fn probes_two_pairs_at_plus_and_minus_five_percent_in_random_order() {
-        // ALGORITHMS.md §14.4: two groups of two MIs at x(1 +/- 5 %), random order per
-        // group; then MIs at x until the decision.
+        // pcc_sender.cpp MaybeSetSendingRate: two groups of two MIs at x(1 +/- 5 %), random
+        // order per group; then MIs at x until the decision.
         let mut orders = Vec::new();
         for seed in 0..16 {
             let mut c = probing(seed, 10.0);
@@ -801,8 +801,9 @@ mod tests {
 
     #[test]
     fn a_decision_needs_both_pairs_to_agree() {
-        // ALGORITHMS.md §14.4: "decide only if both groups agree". Pair 1 favours the higher
-        // rate, pair 2 (loss at the higher rate) the lower one: no change, probe again.
+        // pcc_sender.cpp CanMakeDecision: no decision unless all groups agree. Pair 1 favours
+        // the higher rate, pair 2 (loss at the higher rate) the lower one: no change, probe
+        // again.
         let mut c = probing(1, 10.0);
         for r in [
             result(10.5, 0.0, 0.0),
@@ -830,10 +831,11 @@ mod tests {
 
     #[test]
     fn the_amplifier_grows_with_each_step_the_same_way_and_resets_on_a_flip() {
-        // ALGORITHMS.md §14.4: change x (a + 1) for a < 3, x (2a - 2) for a < 6, ...; a grows
-        // by 0.5 below 3, by 1 from 3; a flip resets a and the allowance and fills the swing
-        // buffer, which the next same-way steps drain before a grows again. A gradient of 1
-        // per Mbit/s at 1000 Mbit/s stays inside the 5 % bound: exact multiples of 1 Mbit/s.
+        // pcc_sender.cpp ComputeRateChange: change x (a + 1) for a < 3, x (2a - 2) for a < 6,
+        // ...; a grows by 0.5 below 3, by 1 from 3; a flip resets a and the allowance and fills
+        // the swing buffer, which the next same-way steps drain before a grows again. A
+        // gradient of 1 per Mbit/s at 1000 Mbit/s stays inside the 5 % bound: exact multiples
+        // of 1 Mbit/s.
         let mut s = Stepper::default();
         let up = Direction::Increase;
         let rate = mbit(1000.0);
@@ -856,7 +858,7 @@ mod tests {
 
     #[test]
     fn the_change_bound_widens_by_six_percent_each_time_it_clips() {
-        // PCC Vivace dynamic change boundary, pcc_sender.cpp constants (ALGORITHMS.md §14.4):
+        // PCC Vivace dynamic change boundary, pcc_sender.cpp ComputeRateChange constants:
         // 5 % + 6 % x allowance of the rate; allowance + 1 per clip, - 1 otherwise.
         let mut s = Stepper::default();
         let rate = mbit(100.0);
@@ -872,8 +874,8 @@ mod tests {
 
     #[test]
     fn steps_are_at_least_half_a_megabit_and_the_rate_at_least_two() {
-        // pcc_sender.cpp (ALGORITHMS.md §14.4): minimum change 0.5 Mbit (2^19 bit/s), minimum
-        // rate 2 Mbit (2 x 2^20 bit/s).
+        // pcc_sender.cpp kMinimumRateChange, kMinSendingRate: minimum change 0.5 Mbit
+        // (2^19 bit/s), minimum rate 2 Mbit (2 x 2^20 bit/s).
         let mut s = Stepper::default();
         assert_eq!(
             s.change(1e-6, Direction::Increase, mbit(10.0)),
@@ -907,9 +909,9 @@ mod tests {
 
     #[test]
     fn decision_made_steps_on_until_the_direction_flips() {
-        // ALGORITHMS.md §14.4: DECISION_MADE moves by the gradient between consecutive MIs;
-        // when the step direction flips, PROBING around the rate stepped back by
-        // min(rounds x 2 %, 10 %).
+        // pcc_sender.cpp OnUtilityAvailable, EnterProbing: DECISION_MADE moves by the gradient
+        // between consecutive MIs; when the step direction flips, PROBING around the rate
+        // stepped back by min(rounds x 2 %, 10 %).
         let mut c = probing(1, 10.0);
         for r in [(10.5, 0.0), (9.5, 0.0), (9.5, 0.0), (10.5, 0.0)] {
             c.on_result(&result(r.0, r.1, 0.0));
@@ -982,7 +984,8 @@ mod tests {
     #[test]
     fn without_startup_it_begins_probing_around_the_start_rate() {
         // After fq_switch's probe, PCC-Uspace enters PROBING at the probe's goodput
-        // (ALGORITHMS.md §14.3); the first MI is a probe at x(1 +/- 5 %).
+        // (pccclient.cpp wait_for_new_result, set_pcc_classic); the first MI is a probe at
+        // x(1 +/- 5 %).
         let mut p = Params::new();
         p.insert("start_rate_bps".into(), ParamValue::Number(10e6));
         p.insert("startup".into(), ParamValue::Bool(false));

@@ -1,14 +1,14 @@
 //! Westwood+ as Linux runs it, counted in bytes, with QUIC recovery periods.
 //!
-//! Sources: Linux `net/ipv4/tcp_westwood.c` (ALGORITHMS.md §7): the per-RTT bandwidth sample
+//! Sources: Linux `net/ipv4/tcp_westwood.c`: the per-RTT bandwidth sample
 //! (`westwood_update_window`), the two cascaded low-pass filters with old weight 7/8
 //! (`westwood_do_filter`, `westwood_filter`, first sample unfiltered), RTT_min
 //! (`update_rtt_min`, reset after a timeout) and the reaction `cwnd = ssthresh =
 //! max(BWE x RTT_min, 2 segments)` (`tcp_westwood_bw_rttmin`, `tcp_westwood_event`); Mascolo et
 //! al., MobiCom 2001, and Grieco & Mascolo, CCR 2004. The Reno growth around it is Linux's
-//! (ALGORITHMS.md §1.4) in QUIC's form (RFC 9002 §7), shared with `newreno`. Where Linux's TCP
+//! (`tcp_reno_cong_avoid`) in QUIC's form (RFC 9002 §7), shared with `newreno`. Where Linux's TCP
 //! machinery has no QUIC counterpart, the authors' QUIC port of Westwood+ in mvfst
-//! (b4lt0/qw `Westwood.cpp`, ALGORITHMS.md §8.3) decides.
+//! (b4lt0/qw `Westwood.cpp`) decides.
 //!
 //! This module owns [`Westwood`], the bandwidth filter [`BandwidthFilter`] and sampler
 //! [`BandwidthEstimator`], and the core that QUIC-DC (`quic_dc`) extends with its delay signal.
@@ -157,7 +157,7 @@ impl BandwidthEstimator {
         let delta = now - start;
         // tcp_westwood.c westwood_update_window: close when delta > max(rtt, RTT_MIN).
         if latest_rtt.is_some_and(|rtt| delta > rtt.max(MIN_SAMPLE_WINDOW)) {
-            // BWE sample = bytes acknowledged in the window / window duration (§7.2, §8.3).
+            // BWE sample = bytes acknowledged in the window / window duration (westwood_filter).
             self.filter.update(Rate::from_bytes_over(self.bytes, delta));
             self.bytes = 0;
             self.window_start = Some(now);
@@ -248,8 +248,9 @@ impl WestwoodCore {
         true
     }
 
-    /// The growing half of an ACK: Reno slow start and congestion avoidance (ALGORITHMS.md
-    /// §1.4, RFC 9002 §7.3.1/§7.3.3); nothing while application-limited (RFC 9002 §7.8).
+    /// The growing half of an ACK: Reno slow start and congestion avoidance (Linux
+    /// `tcp_reno_cong_avoid`, RFC 9002 §7.3.1/§7.3.3); nothing while application-limited
+    /// (RFC 9002 §7.8).
     pub(crate) fn grow(&mut self, ack: &AckEvent) {
         if ack.app_limited {
             return;
@@ -535,7 +536,7 @@ mod tests {
 
     #[test]
     fn acks_of_packets_sent_before_the_reduction_do_not_count_for_bwe() {
-        // mvfst Westwood.cpp / WestwoodOWD.cpp (ALGORITHMS.md §8.3): such ACKs are ignored
+        // mvfst Westwood.cpp / WestwoodOWD.cpp onPacketAcked: such ACKs are ignored
         // entirely. The window opened at t = 356 holds ACKs 356..400 (45 x 1250 = 56,250
         // bytes); the ACKs at 401..420 are of packets sent before the recovery start (400);
         // the ACK at 421 of a packet sent at 401 closes the window: 56,250 B / 65 ms =

@@ -1,6 +1,6 @@
 //! Delivery-rate sampler, in bytes: draft-cheng-iccrg-delivery-rate-estimation (§3) as Linux
 //! `net/ipv4/tcp_rate.c` implements it, with the BBRv2 additions `lost` and `tx_in_flight`
-//! (ALGORITHMS.md §1.1).
+//! (google/bbr v2alpha `tcp_rate.c`, `tcp_bbr2.c`).
 //!
 //! This module owns [`DeliveryRateSampler`], the connection-side state ("C" in the draft). The
 //! transport, not the controller, drives it: it takes a [`DeliverySnapshot`] ("P") when a packet

@@ -1,5 +1,5 @@
 //! Windowed running maximum and minimum: Kathleen Nichols' 3-sample filter, behaving as Linux
-//! `lib/win_minmax.c` does (ALGORITHMS.md §1.2).
+//! `lib/win_minmax.c` does.
 //!
 //! This module owns [`WindowedMax`] and [`WindowedMin`]. The filter keeps the best, 2nd best and
 //! 3rd best samples of the window, each with the time it was taken, such that the n-th best is
@@ -76,24 +76,24 @@ impl<T: Copy + PartialOrd, P: Prefer> Filter<T, P> {
         value
     }
 
-    /// win_minmax.c `minmax_running_max` / `minmax_running_min` (ALGORITHMS.md §1.2 steps 1-4).
+    /// win_minmax.c `minmax_running_max` / `minmax_running_min`, in its four steps.
     fn update(&mut self, time: u64, value: T) -> T {
         let new = Sample { time, value };
         let Some(mut s) = self.samples else {
             return self.reset(time, value);
         };
-        // §1.2 step 1: a new best, or nothing left in the window, restarts the filter.
+        // Step 1: a new best, or nothing left in the window, restarts the filter.
         if P::at_least_as_good(value, s[0].value) || time.saturating_sub(s[2].time) > self.window {
             return self.reset(time, value);
         }
-        // §1.2 step 2: the new sample displaces the 2nd (and with it the 3rd) or only the 3rd.
+        // Step 2: the new sample displaces the 2nd (and with it the 3rd) or only the 3rd.
         if P::at_least_as_good(value, s[1].value) {
             s[1] = new;
             s[2] = new;
         } else if P::at_least_as_good(value, s[2].value) {
             s[2] = new;
         }
-        // §1.2 step 3: sub-window aging (win_minmax.c `minmax_subwin_update`).
+        // Step 3: sub-window aging (win_minmax.c `minmax_subwin_update`).
         let window = self.window;
         let dt = time.saturating_sub(s[0].time);
         if dt > window {
@@ -112,7 +112,7 @@ impl<T: Copy + PartialOrd, P: Prefer> Filter<T, P> {
             s[2] = new;
         }
         self.samples = Some(s);
-        // §1.2 step 4: the output is the best.
+        // Step 4: the output is the best.
         s[0].value
     }
 }

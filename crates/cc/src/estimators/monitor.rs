@@ -1,7 +1,7 @@
 //! Monitor intervals (MIs), the measurement unit of the PCC family, shared by `delay_fq` and
 //! `vivace`.
 //!
-//! Source: ALGORITHMS.md §14.3 and §14.4, the facts of the CN-TU/PCC-Uspace code
+//! Source: the CN-TU/PCC-Uspace code
 //! (`src/pcc/pcc_sender.cpp`, `src/pcc/pcc_monitor_interval_queue.cpp`) that the fair-queuing
 //! detection paper (FQ-detect, §IV) built on: a sender paces at one rate per MI; an MI lasts
 //! max(1.5 x avg RTT, the time to send 10 packets at its rate), avg RTT being the per-ACK EWMA
@@ -27,9 +27,10 @@ use crate::estimators::ledger::{Entry, Ledger};
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Packets whose sending time at the MI's rate is the shortest MI (ALGORITHMS.md §14.3).
+/// Packets whose sending time at the MI's rate is the shortest MI (pcc_sender.cpp
+/// `kMinimumPacketsPerInterval`).
 const MIN_INTERVAL_PACKETS: u64 = 10;
-/// The longest MI in average RTTs (ALGORITHMS.md §14.3: 1.5 x avg RTT).
+/// The longest MI in average RTTs (pcc_sender.cpp `ComputeMonitorDuration`: 1.5 x avg RTT).
 const INTERVAL_RTTS: f64 = 1.5;
 /// A packet not reported this many average RTTs before a newer packet is acknowledged is
 /// counted as resolved (neither acknowledged nor lost); the transport's own loss detection
@@ -40,14 +41,15 @@ pub const STALE_RTTS: u32 = 4;
 /// room above it for any `in_flight + packet size`.
 pub const RATE_BASED_CWND: u64 = u64::MAX / 2;
 
-/// The per-ACK average RTT of PCC: avg = (3 avg + sample) / 4 (ALGORITHMS.md §14.3).
+/// The per-ACK average RTT of PCC: avg = (3 avg + sample) / 4 (pcc_sender.cpp
+/// `OnCongestionEvent`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AvgRtt(Option<Duration>);
 
 impl AvgRtt {
     /// Takes one RTT sample; the first one becomes the average.
     pub fn update(&mut self, sample: Duration) {
-        // PCC-Uspace avg_rtt EWMA (ALGORITHMS.md §14.3): (3 old + sample) / 4.
+        // PCC-Uspace avg_rtt_ EWMA (pcc_sender.cpp OnCongestionEvent): (3 old + sample) / 4.
         self.0 = Some(self.0.map_or(sample, |avg| (avg * 3 + sample) / 4));
     }
 
@@ -58,8 +60,8 @@ impl AvgRtt {
 }
 
 /// Length of an MI sent at `rate`: max(1.5 x avg RTT, time to send 10 packets of
-/// `packet_bytes`) (ALGORITHMS.md §14.3); only the packet time before the first RTT sample.
-/// `rate` must be positive.
+/// `packet_bytes`) (pcc_sender.cpp `ComputeMonitorDuration`); only the packet time before the
+/// first RTT sample. `rate` must be positive.
 pub fn interval_length(avg_rtt: Option<Duration>, rate: Rate, packet_bytes: u64) -> Duration {
     let packets = rate
         .time_for(MIN_INTERVAL_PACKETS * packet_bytes)
@@ -73,7 +75,8 @@ pub struct MonitorResult {
     /// The rate the MI was paced at.
     pub rate: Rate,
     /// Actual send rate: bytes sent over the time from the first to the last packet
-    /// (ALGORITHMS.md §14.3); the paced rate when all were sent at one instant.
+    /// (pcc_monitor_interval_queue.cpp `CalculateUtility`); the paced rate when all were sent
+    /// at one instant.
     pub send_rate: Rate,
     /// Fraction of the bytes sent that were lost, 0 to 1.
     pub loss: f64,
@@ -85,7 +88,7 @@ pub struct MonitorResult {
 }
 
 impl MonitorResult {
-    /// Goodput as PCC-Uspace computes it: send rate x (1 - loss) (ALGORITHMS.md §14.3).
+    /// Goodput as PCC-Uspace computes it: send rate x (1 - loss) (`CalculateUtility`).
     pub fn goodput(&self) -> Rate {
         self.send_rate.scaled(1.0 - self.loss)
     }
@@ -144,7 +147,8 @@ struct Interval {
 
 impl Interval {
     fn complete(&self, now: Instant) -> bool {
-        // ALGORITHMS.md §14.3: its end passed and all its packets are acked or lost.
+        // pcc_monitor_interval_queue.cpp IsUtilityAvailable: its end passed and all its
+        // packets are acked or lost.
         now >= self.end && self.packets_resolved >= self.packets_sent
     }
 
@@ -476,7 +480,7 @@ mod tests {
 
     #[test]
     fn avg_rtt_is_three_old_plus_sample_over_four() {
-        // ALGORITHMS.md §14.3: avg_RTT = (3 old + sample) / 4; exact in nanoseconds.
+        // pcc_sender.cpp OnCongestionEvent: avg_RTT = (3 old + sample) / 4; exact in nanoseconds.
         let mut avg = AvgRtt::default();
         assert_eq!(avg.get(), None);
         avg.update(ms(100));
@@ -487,8 +491,8 @@ mod tests {
 
     #[test]
     fn interval_is_the_longer_of_one_and_a_half_rtts_and_ten_packets() {
-        // ALGORITHMS.md §14.3: max(1.5 x avg RTT, time to send 10 packets); 10 x 1500 B at
-        // 12 Mbps is 10 ms. Exact.
+        // pcc_sender.cpp ComputeMonitorDuration: max(1.5 x avg RTT, time to send 10 packets);
+        // 10 x 1500 B at 12 Mbps is 10 ms. Exact.
         assert_eq!(interval_length(Some(ms(10)), mbps(12.0), PACKET), ms(15));
         assert_eq!(interval_length(Some(ms(4)), mbps(12.0), PACKET), ms(10));
         assert_eq!(interval_length(None, mbps(12.0), PACKET), ms(10));
@@ -496,8 +500,8 @@ mod tests {
 
     #[test]
     fn a_result_waits_for_the_end_and_every_packet() {
-        // ALGORITHMS.md §14.3: available once its end passed and all its packets are acked
-        // or lost.
+        // pcc_monitor_interval_queue.cpp IsUtilityAvailable: available once its end passed
+        // and all its packets are acked or lost.
         let mut q = queue_with(20);
         for t in 0..19 {
             q.on_ack(&ack_of(1, at(t), ms(10)), Some(ms(10)));

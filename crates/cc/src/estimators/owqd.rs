@@ -1,12 +1,12 @@
-//! One-way queuing-delay (OWQD) estimator of QUIC-DC (QUIC-DC paper, eq. (3)-(5);
-//! ALGORITHMS.md §8.2 and §8.7; as in the authors' mvfst code `WestwoodOWD.cpp`).
+//! One-way queuing-delay (OWQD) estimator of QUIC-DC (QUIC-DC paper, eq. (3)-(5); as in the
+//! authors' mvfst code, b4lt0/qw `WestwoodOWD.cpp` `updateOneWayDelay`).
 //!
 //! This module owns [`OwqdEstimator`]. Each sample is a packet's send time on the sender's clock
 //! and its receive time on the receiver's clock. The one-way delay OWD_i = t_r,i - t_s,i (eq. (3))
 //! contains the unknown offset between the two clocks, but the variation between consecutive
 //! samples, OWDV_i = (t_r,i - t_r,i-1) - (t_s,i - t_s,i-1) (eq. (4)), does not. The queuing delay
 //! is the running sum of the variations (eq. (5)), clamped at zero: it measures the one-way delay
-//! relative to the last reset, assuming the queue was empty then (§8.7).
+//! relative to the last reset, assuming the queue was empty then (see `docs/quic_dc.md`).
 
 use crate::controller::{Instant, OneWayDelaySample};
 use std::time::Duration;
@@ -40,7 +40,8 @@ impl OwqdEstimator {
                 // QUIC-DC eq. (4): OWDV_i = (t_r,i - t_r,i-1) - (t_s,i - t_s,i-1).
                 let owdv = signed_nanos(sample.receive_time, last.receive_time)
                     - signed_nanos(sample.sent_time, last.sent_time);
-                // QUIC-DC eq. (5): OWQD_i = OWQD_i-1 + OWDV_i, clamped at 0 (§8.3, §8.7).
+                // QUIC-DC eq. (5): OWQD_i = OWQD_i-1 + OWDV_i, clamped at 0 (WestwoodOWD.cpp
+                // updateOneWayDelay).
                 let owqd = i128::from(self.owqd_nanos) + owdv;
                 self.owqd_nanos = u64::try_from(owqd.max(0)).unwrap_or(u64::MAX);
             }
@@ -142,7 +143,7 @@ mod tests {
         }
         assert_eq!(e.value(), Duration::ZERO);
         // A drop below the reference delay (e.g. reordering) is clamped at zero, and the next
-        // rise is counted from the clamp (§8.3: owd clamped to >= 0).
+        // rise is counted from the clamp (WestwoodOWD.cpp updateOneWayDelay: owd >= 0).
         let n = owd.len() as u64;
         assert_eq!(e.on_sample(&sample(n, n, 20_000, 0)), Duration::ZERO);
         assert_eq!(

@@ -4,15 +4,16 @@
 //!
 //! Source: M. Bachl, J. Fabini, T. Zseby, "Detecting Fair Queuing for Better Congestion Control",
 //! arXiv:2010.08362, 2020 (FQ-detect), §III-A steps 1-4 and §VII (jittered pacing); the reference
-//! code's behaviour, ALGORITHMS.md §14.2-14.3 (CN-TU/PCC-Uspace `pccclient.cpp`, `pcc_sender.cpp`).
+//! code's behaviour (CN-TU/PCC-Uspace `src/app/pccclient.cpp`, `src/pcc/pcc_sender.cpp`).
 //!
 //! How a round runs (the paper says "every RTT"; the reference decides once per monitor
 //! interval, about every 2.5 RTTs, and so do we):
 //! - A round measures from its start for max(1.5 x smoothed RTT, the time the slow leg takes
-//!   to send 10 packets) (§14.3's monitor interval). Each leg counts the bytes it sends in the
-//!   round, and packet by packet the bytes of those acknowledged and lost (a [`Ledger`] per
-//!   leg says which packets an ACK or a loss event covers), as the reference's monitor
-//!   intervals count their own packets.
+//!   to send 10 packets) (the reference's monitor interval, pcc_sender.cpp
+//!   `ComputeMonitorDuration`). Each leg counts the bytes it sends in the round, and packet
+//!   by packet the bytes of those acknowledged and lost (a [`Ledger`] per leg says which
+//!   packets an ACK or a loss event covers), as the reference's monitor intervals count their
+//!   own packets.
 //! - After the round's end the legs keep their rates until its packets are resolved: an ACK
 //!   of a packet sent after the end has arrived on both legs, and 1.25 RTTs (past RFC 9002's
 //!   9/8 RTT time threshold, which takes the larger of the smoothed and the latest RTT) have
@@ -22,10 +23,10 @@
 //!   acknowledged nor declared lost as lost.
 //! - A round in which a leg loses for the first time is discarded and the rates are kept: the
 //!   reference reports a "dummy" result for a flow's first loss and neither doubles nor
-//!   decides on it (§14.3). Otherwise: both legs lost → decide (eq. (1)); else double both
-//!   rates (§III-A step 2). A round in which both legs lost everything says nothing about
-//!   the queue (eq. (1) would be 0/0) and is discarded like a first-loss round. A new round
-//!   starts.
+//!   decides on it (pcc_sender.cpp `OnCongestionEvent`). Otherwise: both legs lost → decide
+//!   (eq. (1)); else double both rates (§III-A step 2). A round in which both legs lost
+//!   everything says nothing about the queue (eq. (1) would be 0/0) and is discarded like a
+//!   first-loss round. A new round starts.
 //!   So a leg still below its fair share at a fair queue (the slow one, when r < C / 2 <
 //!   2r) does not stop the doubling until it loses too.
 //! - Pacing is jittered (§VII): each gap between two packets of a leg is the nominal gap
@@ -48,9 +49,9 @@ use std::time::Duration;
 
 /// The slow leg and the fast leg.
 pub const LEGS: usize = 2;
-/// Packets the slow leg sends at least per round (ALGORITHMS.md §14.3: 10 packets).
+/// Packets the slow leg sends at least per round (pcc_sender.cpp `kMinimumPacketsPerInterval`).
 const ROUND_PACKETS: u64 = 10;
-/// A round lasts at least this many smoothed RTTs (§14.3: 1.5 x avg RTT).
+/// A round lasts at least this many smoothed RTTs (pcc_sender.cpp `ComputeMonitorDuration`).
 const ROUND_RTTS: f64 = 1.5;
 /// How far the slow leg's sends trail the fast leg's (FQ-detect §VII: "slightly after").
 pub const SLOW_LEG_LAG: Duration = Duration::from_micros(1);
@@ -256,7 +257,7 @@ impl Probe {
         let packets = self
             .slow_rate
             .time_for(ROUND_PACKETS * self.config.packet_bytes);
-        // ALGORITHMS.md §14.3: max(1.5 x RTT, 10 packets at the current rate).
+        // pcc_sender.cpp ComputeMonitorDuration: max(1.5 x RTT, 10 packets at the current rate).
         let length = self
             .srtt()
             .mul_f64(ROUND_RTTS)
@@ -320,8 +321,8 @@ impl Probe {
             return;
         }
         if !discard {
-            // FQ-detect §III-A step 2: double both rates (ALGORITHMS.md §14.3: also when only
-            // one leg lost).
+            // FQ-detect §III-A step 2: double both rates (pccclient.cpp wait_for_new_result:
+            // also when only one leg lost).
             self.slow_rate = self.slow_rate.scaled(2.0);
         }
         self.begin_round(now);
@@ -341,7 +342,7 @@ impl Probe {
     fn decide(&self, r: &Round) -> Outcome {
         let loss = Self::leg_loss(r);
         // FQ-detect eq. (1): (recv1 / send1) / (recv2 / send2), receiving rate = sending rate
-        // x (1 - loss) (ALGORITHMS.md §14.3).
+        // x (1 - loss) (pccclient.cpp wait_for_new_result).
         let (slow, fast) = (1.0 - loss[0], 1.0 - loss[1]);
         let loss_ratio = if fast > 0.0 {
             slow / fast
@@ -445,7 +446,8 @@ mod tests {
     #[test]
     fn a_first_loss_round_is_discarded_then_eq_1_decides() {
         let mut p = Probe::new(config(0.0));
-        // Both legs lose for the first time: kept rates, no decision (ALGORITHMS.md §14.3).
+        // Both legs lose for the first time: kept rates, no decision (PCC-Uspace's dummy
+        // result).
         let t = round(&mut p, 0, [10, 20], [1, 2]);
         assert!(p.outcome().is_none());
         assert_eq!(p.nominal_rate(0).bits_per_sec(), 1e6);
