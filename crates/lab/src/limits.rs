@@ -46,6 +46,8 @@ pub const MAX_IN_FLIGHT: u64 = 1 << 24;
 pub const MAX_TRACE_ROWS: u64 = 10_000_000;
 /// Most points of a sweep grid.
 pub const MAX_SWEEP_POINTS: usize = 10_000;
+/// Most links and flows over all points of a sweep (each point is a scenario of its own).
+pub const MAX_SWEEP_TABLES: usize = 1_000_000;
 
 /// A duration within `[min, max]`, else an error in the user's units.
 pub fn duration_within(d: Duration, min: Duration, max: Duration) -> Result<Duration, String> {

@@ -2,7 +2,7 @@
 //! (`flows.0.cc`, `links[1].buffer`, `flows.0.params.beta`), and the Cartesian product of a
 //! `[sweep]` table's value lists.
 
-use crate::limits::MAX_SWEEP_POINTS;
+use crate::limits::{MAX_FLOWS, MAX_LINKS, MAX_SWEEP_POINTS, MAX_SWEEP_TABLES};
 use toml::{Table, Value};
 
 /// The assignments of one sweep point, as `(path, value)` texts.
@@ -162,7 +162,21 @@ pub fn apply_overrides(
 }
 
 /// The grid has at most [`MAX_SWEEP_POINTS`] points, checked before any is built.
-fn check_grid_size(sweep: Option<&Table>) -> Result<(), (String, String)> {
+fn check_grid_size(root: &Table, sweep: Option<&Table>) -> Result<(), (String, String)> {
+    let tables =
+        ["links", "flows"].map(|k| root.get(k).and_then(Value::as_array).map_or(0, Vec::len));
+    for (key, (n, max)) in ["links", "flows"]
+        .into_iter()
+        .zip(tables.into_iter().zip([MAX_LINKS, MAX_FLOWS]))
+    {
+        if n > max {
+            return Err((
+                key.into(),
+                format!("{n} [[{key}]] tables; accepted: at most {max}"),
+            ));
+        }
+    }
+    let per_point = (tables[0] + tables[1]).max(1);
     let mut points = 1usize;
     for (path, values) in sweep.into_iter().flatten() {
         let n = values.as_array().map_or(1, Vec::len);
@@ -171,6 +185,14 @@ fn check_grid_size(sweep: Option<&Table>) -> Result<(), (String, String)> {
             let message = format!(
                 "the grid has more than {MAX_SWEEP_POINTS} points with this list; accepted: at \
                  most {MAX_SWEEP_POINTS} points (the product of the lists' lengths)"
+            );
+            return Err((format!("sweep.\"{path}\""), message));
+        }
+        if points * per_point > MAX_SWEEP_TABLES {
+            let message = format!(
+                "{points} points of {per_point} links and flows each would be more than \
+                 {MAX_SWEEP_TABLES} in all; accepted: points x (links + flows) at most \
+                 {MAX_SWEEP_TABLES}"
             );
             return Err((format!("sweep.\"{path}\""), message));
         }
@@ -184,7 +206,7 @@ pub fn expand(
     root: &Table,
     sweep: Option<&Table>,
 ) -> Result<Vec<(SweepPoint, Value)>, (String, String)> {
-    check_grid_size(sweep)?;
+    check_grid_size(root, sweep)?;
     let mut base = root.clone();
     base.remove("sweep");
     let mut points: Vec<(SweepPoint, Table)> = vec![(Vec::new(), base)];

@@ -160,6 +160,29 @@ fn traces_and_sweeps_are_bounded() {
 }
 
 #[test]
+fn tables_are_counted_before_they_are_built() {
+    let many = format!("{}{}", base(), "[[flows]]\n".repeat(10_001));
+    refused(
+        &many,
+        "flows",
+        &["10002 [[flows]] tables; accepted: at most 10000"],
+    );
+    let flows = "[[flows]]\ncc = \"cubic\"\npath = [\"bottleneck\"]\nreverse_path = [\"return\"]\n";
+    let values: Vec<String> = (1..=1000).map(|i| format!("\"{i}pkt\"")).collect();
+    let grid = format!(
+        "{}{}\n[sweep]\n\"links.0.buffer\" = [{}]\n",
+        base(),
+        flows.repeat(1000),
+        values.join(", ")
+    );
+    refused(
+        &grid,
+        "sweep.\"links.0.buffer\"",
+        &["points x (links + flows) at most 1000000"],
+    );
+}
+
+#[test]
 fn arrivals_are_bounded() {
     let arrivals = "arrivals = { size = \"300KB\", interarrival = \"1s\", count = 2000000 }";
     refused(
@@ -200,4 +223,94 @@ fn wrong_types_are_described_in_the_users_words() {
         "flows[0].pacing",
         &["true or false"],
     );
+}
+
+#[test]
+fn every_field_of_the_wrong_type_says_what_it_accepts() {
+    // (table header to insert after, key, a value of the wrong type)
+    let top = [
+        ("description", "5"),
+        ("warmup", "5"),
+        ("trace_interval", "true"),
+    ];
+    let links = [
+        ("delay", "5"),
+        ("jitter", "5"),
+        ("qdisc", "5"),
+        ("flow_limit", "\"x\""),
+        ("quantum", "5"),
+        ("initial_quantum", "5"),
+        ("bdp_rtt", "5"),
+        ("loss", "\"0.01\""),
+        ("policer", "5"),
+        ("rate_schedule", "5"),
+        ("delay_schedule", "\"x\""),
+    ];
+    let flows = [
+        ("params", "5"),
+        ("start", "5"),
+        ("stop", "5"),
+        ("size", "5"),
+        ("app", "5"),
+        ("transport", "5"),
+        ("count", "\"3\""),
+        ("stagger", "5"),
+        ("packet_size", "\"x\""),
+        ("header_size", "-1"),
+        ("max_in_flight", "1.5"),
+        ("pacing", "1"),
+        ("host_rate", "5"),
+        ("host_jitter", "\"x\""),
+        ("delayed_ack", "\"x\""),
+        ("receive_timestamps", "1"),
+        ("events", "5"),
+        ("arrivals", "5"),
+    ];
+    let cases = top
+        .iter()
+        .map(|&(k, v)| (format!("{k} = {v}\n{}", base()), k.to_string()))
+        .chain(
+            links
+                .iter()
+                .map(|&(k, v)| (link(&format!("{k} = {v}")), format!("links[0].{k}"))),
+        )
+        .chain(
+            flows
+                .iter()
+                .map(|&(k, v)| (flow(&format!("{k} = {v}")), format!("flows[0].{k}"))),
+        );
+    for (text, field) in cases.map(|(t, f)| (dedup(&t), f)) {
+        let e = load(&text).expect_err("the wrong type is refused");
+        assert!(e.field.starts_with(&field), "{field}: {e}");
+        assert!(e.message.contains("accepted"), "{field}: {e}");
+        for internal in [
+            "u32", "u64", "f64", "i64", "usize", "String", "sequence", "enum",
+        ] {
+            assert!(
+                !e.message.contains(internal),
+                "{field}: `{internal}` in {e}"
+            );
+        }
+    }
+}
+
+/// `text` without the later of two lines that set the same key in one table (the inserted
+/// wrong-typed line comes first and stays).
+fn dedup(text: &str) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with('[') {
+            seen.clear();
+        }
+        if let Some((key, _)) = line.split_once(" = ") {
+            if seen.iter().any(|k| k == key) {
+                continue;
+            }
+            seen.push(key.to_string());
+        }
+        out += line;
+        out += "\n";
+    }
+    out
 }
