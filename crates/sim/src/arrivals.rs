@@ -23,8 +23,8 @@ pub struct TransferReport {
     pub completion_ns: Option<u64>,
 }
 
-/// Most transfers of one arrival process, with or without a count: a finished transfer keeps
-/// a small record (its paths, for packets still on their way), so this bounds the memory.
+/// Most transfers of one arrival process, with or without a count (see also
+/// [`crate::network::MAX_RUN_FLOWS`]).
 pub const MAX_TRANSFERS: u64 = 1_000_000;
 
 /// One short-flow arrival process.

@@ -25,6 +25,11 @@ use crate::trace::{Series, Trace};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::Controller;
 
+/// Most flows a run holds: configured flows, extra subflows and short-flow transfers, whose
+/// entries stay (about 650 bytes each) for the packets still on their way. Beyond it, arrival
+/// processes start no more transfers and controllers get no more subflows.
+pub const MAX_RUN_FLOWS: usize = 1_000_000;
+
 enum Endpoints {
     Reliable(Connection),
     /// An extra subflow of the connection of flow `connection`: its packets and timers go
@@ -443,6 +448,9 @@ impl Simulator {
                 return;
             };
             let change = c.subflow_change();
+            if change > 0 && id as usize >= MAX_RUN_FLOWS {
+                return;
+            }
             if change < 0 {
                 c.close_subflow(now, &mut self.outbox, &mut self.events);
                 continue;
@@ -504,6 +512,10 @@ impl Simulator {
         let Endpoints::Arrivals(a) = &mut parent.endpoints else {
             return;
         };
+        if id as usize >= MAX_RUN_FLOWS {
+            a.stop(now);
+            return;
+        }
         let Some((controller, k, next)) = a.arrive(now, id, self.measuring) else {
             return;
         };
