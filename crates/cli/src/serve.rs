@@ -88,22 +88,41 @@ fn stopped_event(
         .sample()
         .map(|s| s.counters)
         .unwrap_or_default();
+    let recent: Vec<serde_json::Value> = server
+        .connections()
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "peer": c.peer.to_string(),
+                "alpn": c.alpn,
+                "timestamps": c.timestamps,
+                "open": c.open,
+                "counters": live::counters_json(&c.counters),
+                "warnings": c.warnings,
+            })
+        })
+        .collect();
+    let d = &stats.datagrams;
     serde_json::json!({
         "event": "stopped",
         "cc": args.cc,
         "connections": stats.connections,
         "refused_connections": stats.refused_connections,
+        "refused_same_address": stats.refused_same_address,
         "open_connections": stats.open_connections,
         "stamped_connections": stats.stamped_connections,
-        "datagrams_in": stats.datagrams.datagrams_in,
-        "stray_datagrams": stats.datagrams.stray_datagrams,
-        "stamped_in": stats.datagrams.stamped_in,
-        "stamped_out": stats.datagrams.stamped_out,
-        "owd_samples": stats.datagrams.samples,
+        "datagrams_in": d.datagrams_in,
+        "stray_datagrams": d.stray_datagrams,
+        "stamped_in": d.stamped_in,
+        "stamped_out": d.stamped_out,
+        "owd_samples": d.samples,
+        "owd_rejected_unknown_echo": d.rejected_unknown_echo,
+        "owd_rejected_backwards": d.rejected_backwards,
         "last_connection": {
             "counters": live::counters_json(&counters),
             "warnings": warnings,
         },
+        "recent_connections": recent,
     })
 }
 
