@@ -71,6 +71,17 @@ pub const DEFAULT_MAX_STREAMS: u32 = 8;
 pub const DEFAULT_CONNECTION_WINDOW: u64 = 16 << 20;
 /// Default of [`ServeOptions::window_budget`].
 pub const DEFAULT_WINDOW_BUDGET: u64 = 128 << 20;
+/// Default of [`ServeOptions::retry_above`].
+pub const DEFAULT_RETRY_ABOVE: usize = 64;
+/// Default of [`ServeOptions::max_handshakes`].
+pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
+/// How long a handshake may take before the server gives it up (noq would keep it for its
+/// idle timeout, 30 s): three probe timeouts of a lossy 1 s path, and Retry's extra round trip.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long noq keeps a handshake the server gave up (or that failed) before it drops it: its
+/// closing period, three probe timeouts of about 1 s each before any RTT sample (RFC 9002's
+/// 333 ms initial RTT), and a margin.
+const FAILED_HANDSHAKE_DRAIN: Duration = Duration::from_secs(4);
 /// Connections [`ServerHandle::connections`] reports, the newest.
 pub const RECENT_CONNECTIONS: usize = 32;
 /// Most connection attempts noq keeps waiting for the server to accept or refuse them (it
@@ -345,6 +356,14 @@ pub struct ServeOptions {
     /// (see [`crate::limits`]): each direction's buffers together stay within
     /// `window_budget + max_connections x MIN_CONNECTION_WINDOW`.
     pub window_budget: u64,
+    /// Handshakes with addresses not validated (a first Initial, without a Retry token) kept
+    /// under way at once; a further first Initial is answered with Retry, which costs the
+    /// server no state, and its client comes back with its address validated.
+    pub retry_above: usize,
+    /// Handshakes kept under way at once, validated or not; a further Initial is dropped
+    /// without an answer. Each handshake holds about 70 kB until it completes, fails or is
+    /// given up after [`HANDSHAKE_TIMEOUT`].
+    pub max_handshakes: usize,
 }
 
 impl ServeOptions {
@@ -360,6 +379,8 @@ impl ServeOptions {
             max_streams: DEFAULT_MAX_STREAMS,
             connection_window: DEFAULT_CONNECTION_WINDOW,
             window_budget: DEFAULT_WINDOW_BUDGET,
+            retry_above: DEFAULT_RETRY_ABOVE,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
         }
     }
 
@@ -397,6 +418,18 @@ struct Counts {
     refused_same_address: AtomicU64,
     /// Connections being served now (handshakes included).
     open: AtomicU64,
+    /// Handshakes under way now, and those of them with an address not validated.
+    handshakes: AtomicU64,
+    unvalidated: AtomicU64,
+    /// The most of those at once.
+    peak_handshakes: AtomicU64,
+    peak_unvalidated: AtomicU64,
+    /// Initials answered with Retry.
+    retries: AtomicU64,
+    /// Initials dropped because `max_handshakes` were under way.
+    dropped_handshakes: AtomicU64,
+    /// Handshakes given up after [`HANDSHAKE_TIMEOUT`].
+    handshake_timeouts: AtomicU64,
 }
 
 /// One connection as [`ServerHandle::connections`] reports it.
@@ -506,6 +539,18 @@ pub struct ServerStats {
     /// Connection attempts refused (CONNECTION_REFUSED) because a handshake or connection
     /// with the same address was under way (one connection per address).
     pub refused_same_address: u64,
+    /// Handshakes under way now, and of those with an address not validated.
+    pub handshakes: u64,
+    pub unvalidated_handshakes: u64,
+    /// The most handshakes under way at once, and with an address not validated.
+    pub peak_handshakes: u64,
+    pub peak_unvalidated_handshakes: u64,
+    /// Initials answered with Retry ([`ServeOptions::retry_above`]).
+    pub retries: u64,
+    /// Initials dropped without an answer ([`ServeOptions::max_handshakes`]).
+    pub dropped_handshakes: u64,
+    /// Handshakes given up after [`HANDSHAKE_TIMEOUT`].
+    pub handshake_timeouts: u64,
     /// Datagrams and timestamps at the server's socket; `stray_datagrams` are those from
     /// addresses that never had a connection, which QUIC dropped.
     pub datagrams: StampStats,
@@ -552,6 +597,13 @@ impl ServerHandle {
             refused_connections: get(&c.refused),
             open_connections: get(&c.open),
             refused_same_address: get(&c.refused_same_address),
+            handshakes: get(&c.handshakes),
+            unvalidated_handshakes: get(&c.unvalidated),
+            peak_handshakes: get(&c.peak_handshakes),
+            peak_unvalidated_handshakes: get(&c.peak_unvalidated),
+            retries: get(&c.retries),
+            dropped_handshakes: get(&c.dropped_handshakes),
+            handshake_timeouts: get(&c.handshake_timeouts),
             datagrams: self.stamps.stats(),
         }
     }
@@ -705,7 +757,7 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
     let crypto = QuicServerConfig::try_from(tls_config).map_err(tls)?;
     let mut server_config = ServerConfig::with_crypto(Arc::new(crypto));
     // Each connection gets a transport of its own (its controller's factory), made by the
-    // accept loop; this one only serves what noq does before it (refusals).
+    // accept loop; this one only serves what noq does before it (Retry, refusals).
     server_config
         .transport_config(Arc::new(serving_transport(&opts, &opts.factory)?))
         .max_incoming(MAX_INCOMING)
@@ -757,9 +809,9 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
 /// [`accept_loop`] grants it more from the budget once its handshake is complete. The server
 /// takes no QUIC datagrams (its timestamps ride in UDP trailers), so none are buffered.
 fn serving_transport(opts: &ServeOptions, factory: &CcFactory) -> Result<TransportConfig, Error> {
-    if opts.max_connections == 0 || opts.max_streams == 0 {
+    if opts.max_connections == 0 || opts.max_streams == 0 || opts.max_handshakes == 0 {
         return Err(Error::Connection(
-            "a server needs at least one connection and one stream".into(),
+            "a server needs at least one connection, one handshake and one stream".into(),
         ));
     }
     let mut t = sending_transport(factory, opts.timestamps, opts.receive_window)?;
@@ -782,10 +834,45 @@ struct Shared {
     recent: Arc<Recent>,
 }
 
+/// What the accept loop does with a connection attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Admission {
+    /// Start the handshake.
+    Accept,
+    /// CONNECTION_REFUSED: `max_connections` are being served.
+    Refuse,
+    /// Answer with Retry: `retry_above` handshakes with addresses not validated are under way.
+    Retry,
+    /// No answer: `max_handshakes` are under way.
+    Drop,
+}
+
+/// The accept loop's rule for an attempt whose address is `validated` (or not) when `open`
+/// connections and `handshakes` handshakes, `unvalidated` of them not validated, are under
+/// way.
+fn admit(
+    opts: &ServeOptions,
+    validated: bool,
+    open: u64,
+    handshakes: u64,
+    unvalidated: u64,
+) -> Admission {
+    if open >= opts.max_connections as u64 {
+        Admission::Refuse
+    } else if handshakes >= opts.max_handshakes as u64 {
+        Admission::Drop
+    } else if !validated && unvalidated >= opts.retry_above as u64 {
+        Admission::Retry
+    } else {
+        Admission::Accept
+    }
+}
+
 /// Accepts connections while fewer than `max_connections` are being served and refuses the
-/// others, and serves one connection per client address; each connection gets a controller
-/// of its own, with its own timestamp feed, and its windows from the budget. Memory freed
-/// when connections end is given back to the system.
+/// others, keeps the handshakes under way within `retry_above` (unvalidated) and
+/// `max_handshakes` (all), and serves one connection per client address; each connection
+/// gets a controller of its own, with its own timestamp feed, and its windows from the budget.
+/// Memory freed when connections end is given back to the system.
 async fn accept_loop(endpoint: noq::Endpoint, shared: Shared) {
     let shared = Arc::new(shared);
     let mut connections = JoinSet::new();
@@ -795,10 +882,34 @@ async fn accept_loop(endpoint: noq::Endpoint, shared: Shared) {
     let counts = &shared.counts;
     while let Some(incoming) = endpoint.accept().await {
         while connections.try_join_next().is_some() {}
-        if counts.open.load(Ordering::Relaxed) >= shared.opts.max_connections as u64 {
-            counts.refused.fetch_add(1, Ordering::Relaxed);
-            incoming.refuse();
-            continue;
+        let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        let validated = incoming.remote_address_validated();
+        match admit(
+            &shared.opts,
+            validated,
+            get(&counts.open),
+            get(&counts.handshakes),
+            get(&counts.unvalidated),
+        ) {
+            Admission::Accept => {}
+            Admission::Refuse => {
+                counts.refused.fetch_add(1, Ordering::Relaxed);
+                incoming.refuse();
+                continue;
+            }
+            Admission::Retry => {
+                counts.retries.fetch_add(1, Ordering::Relaxed);
+                // Cannot fail: an Incoming whose address is not validated may be retried.
+                if let Err(e) = incoming.retry() {
+                    e.into_incoming().ignore();
+                }
+                continue;
+            }
+            Admission::Drop => {
+                counts.dropped_handshakes.fetch_add(1, Ordering::Relaxed);
+                incoming.ignore();
+                continue;
+            }
         }
         let peer = incoming.remote_address();
         let factory = shared.opts.factory.for_connection();
@@ -807,13 +918,39 @@ async fn accept_loop(endpoint: noq::Endpoint, shared: Shared) {
             incoming.refuse();
             continue;
         }
+        if validated {
+            shared.stamps.validated(peer);
+        }
         counts.open.fetch_add(1, Ordering::Relaxed);
+        let handshakes = counts.handshakes.fetch_add(1, Ordering::Relaxed) + 1;
+        counts
+            .peak_handshakes
+            .fetch_max(handshakes, Ordering::Relaxed);
+        if !validated {
+            let unvalidated = counts.unvalidated.fetch_add(1, Ordering::Relaxed) + 1;
+            counts
+                .peak_unvalidated
+                .fetch_max(unvalidated, Ordering::Relaxed);
+        }
         let (shared, ended) = (shared.clone(), ended.clone());
         connections.spawn(async move {
             let counts = &shared.counts;
-            let done = handshake(incoming, &shared, &factory).await;
+            let done =
+                tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(incoming, &shared, &factory))
+                    .await;
+            let done = done.unwrap_or_else(|_| {
+                counts.handshake_timeouts.fetch_add(1, Ordering::Relaxed);
+                None
+            });
             if done.is_none() {
+                // A handshake that failed or was given up holds its memory until noq drops it
+                // after its closing period; it counts until then.
                 shared.stamps.closed(peer);
+                tokio::time::sleep(FAILED_HANDSHAKE_DRAIN).await;
+            }
+            counts.handshakes.fetch_sub(1, Ordering::Relaxed);
+            if !validated {
+                counts.unvalidated.fetch_sub(1, Ordering::Relaxed);
             }
             if let Some((conn, protocol, alpn)) = done {
                 counts.connections.fetch_add(1, Ordering::Relaxed);
@@ -1391,6 +1528,39 @@ mod tests {
         until("the end", || server.stats().open_connections == 0).await;
         assert!(server.connection_windows().is_empty());
         server.shutdown().await.expect("released");
+    }
+
+    #[test]
+    fn handshakes_beyond_the_thresholds_are_retried_then_dropped() {
+        use kleinrock_cc::{ControllerConfig, Params};
+        let factory = CcFactory::new("cubic", Params::new(), ControllerConfig::default())
+            .expect("cubic builds");
+        let opts = ServeOptions {
+            max_connections: 100,
+            retry_above: 4,
+            max_handshakes: 10,
+            ..ServeOptions::new(factory)
+        };
+        // (validated, open, handshakes, unvalidated)
+        let cases = [
+            ((false, 0, 0, 0), Admission::Accept),
+            ((false, 3, 3, 3), Admission::Accept),
+            ((false, 4, 4, 4), Admission::Retry),
+            ((true, 4, 4, 4), Admission::Accept),
+            ((true, 9, 9, 4), Admission::Accept),
+            ((true, 10, 10, 4), Admission::Drop),
+            ((false, 10, 10, 4), Admission::Drop),
+            ((true, 100, 0, 0), Admission::Refuse),
+            ((false, 50, 5, 0), Admission::Accept),
+        ];
+        for ((validated, open, handshakes, unvalidated), expected) in cases {
+            assert_eq!(
+                admit(&opts, validated, open, handshakes, unvalidated),
+                expected,
+                "validated {validated}, {open} open, {handshakes} handshakes, {unvalidated} \
+                 unvalidated"
+            );
+        }
     }
 
     #[test]

@@ -42,9 +42,12 @@
 //! what cannot be true, a queuing delay above the connection's RTT ([`Rejection::Queuing`]).
 //! docs/quic.md says what a lying receiver can still gain.
 //!
-//! **Anti-amplification.** Until a server's connection is established, it adds a trailer only
-//! while everything it sent to the client, trailers included, stays within three times what it
-//! received (RFC 9000 §8.1).
+//! **Anti-amplification.** A server sends an address it has not validated (a handshake not yet
+//! complete, without a Retry token) at most three times the bytes it received from it
+//! (RFC 9000 §8.1), trailers included: a datagram beyond that budget is not sent (noq counts it
+//! as sent, as if lost) and is counted ([`StampStats::amplification_dropped`]). noq's own check
+//! lets a whole datagram through while a single byte of the budget is left, which exceeded the
+//! limit by up to one datagram (docs/quic.md).
 //!
 //! **Samples.** The endpoint that receives an echo of its own send time `s`, with the peer's
 //! receive time `r`, gives the connection's [`OwdFeed`] the send time (rebuilt on its own clock)
@@ -94,6 +97,9 @@ const ONE_WAY_BASE: Duration = Duration::from_secs(10);
 const MAX_OUTSTANDING: usize = 4096;
 /// Send times older than this are forgotten whatever their number (µs).
 const OUTSTANDING_AGE_US: u32 = 60_000_000;
+/// The smallest datagram that carries a client's first Initial: a server drops a smaller one
+/// (RFC 9000 §14.1), so a handshake's budget is at least three times this.
+const MIN_INITIAL_DATAGRAM: u64 = 1200;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -118,6 +124,9 @@ pub struct StampStats {
     pub rejected_unknown_echo: u64,
     /// Echoes refused because their receive time ran backwards ([`Rejection::Backwards`]).
     pub rejected_backwards: u64,
+    /// Datagrams not sent because they would have taken a server beyond three times what an
+    /// address it has not validated sent it (RFC 9000 §8.1).
+    pub amplification_dropped: u64,
 }
 
 /// One peer's state: its connection's timestamps, and what the server counts of its address.
@@ -145,22 +154,33 @@ struct Peer {
     /// A handshake or connection with this address is under way (from [`Stamps::begin`] to
     /// [`Stamps::closed`]).
     live: bool,
-    /// The connection's address is validated (its handshake completed).
+    /// The connection's address is validated (its handshake completed, or came with a Retry
+    /// token).
     validated: bool,
+    /// A handshake with this address began and the address has not been validated since: a
+    /// server sends it at most three times what it received, also once the handshake failed
+    /// (noq may still send its close).
+    limited: bool,
     datagrams: u64,
     /// Bytes received from and sent to the address while it was not validated: the
-    /// anti-amplification budget of trailers (RFC 9000 §8.1).
+    /// anti-amplification budget (RFC 9000 §8.1), trailers included.
     bytes_in: u64,
     bytes_out: u64,
 }
 
 impl Peer {
-    /// The bytes that may still go to the peer: `None` (no limit) unless `limit` and a
-    /// handshake with an address not validated is under way; then three times what it sent,
-    /// less what it got.
+    /// The bytes that may still go to the peer: `None` (no limit) unless `limit` and the
+    /// address is limited; then three times what it sent, less what it got.
     fn budget(&self, limit: bool) -> Option<u64> {
-        (limit && self.live && !self.validated)
-            .then(|| (3 * self.bytes_in).saturating_sub(self.bytes_out))
+        (limit && self.limited).then(|| (3 * self.bytes_in).saturating_sub(self.bytes_out))
+    }
+
+    /// The address is validated: no limit, nothing more to count.
+    fn validate(&mut self) {
+        self.validated = true;
+        self.limited = false;
+        self.bytes_in = 0;
+        self.bytes_out = 0;
     }
 
     /// Forgets the connection's timestamps.
@@ -337,6 +357,13 @@ impl Trailer {
     }
 }
 
+/// What may go out of one transmit: how many of its datagrams, and with which trailer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Plan {
+    datagrams: usize,
+    trailer: Option<Trailer>,
+}
+
 /// What an echo turned into.
 enum Outcome {
     Sample,
@@ -380,7 +407,7 @@ impl Stamps {
     /// A handshake with `peer` begins; the samples of its connection go to `feed` (an endpoint
     /// that only receives data needs none: it echoes). Returns false, changing nothing, if a
     /// handshake or connection with that address is already under way: one connection per
-    /// address.
+    /// address. Its first Initial counts at least 1200 bytes in its anti-amplification budget.
     pub fn begin(&self, peer: SocketAddr, feed: Option<OwdFeed>) -> bool {
         let mut peers = lock(&self.peers);
         let p = peers.entry(peer);
@@ -391,7 +418,17 @@ impl Stamps {
         p.feed = feed;
         p.live = true;
         p.validated = false;
+        p.limited = true;
+        p.bytes_in = p.bytes_in.max(MIN_INITIAL_DATAGRAM);
         true
+    }
+
+    /// The address of `peer` is validated (its Initial carried a Retry token): no
+    /// anti-amplification limit for it.
+    pub fn validated(&self, peer: SocketAddr) {
+        if let Some(p) = lock(&self.peers).map.get_mut(&peer) {
+            p.validate();
+        }
     }
 
     /// Trailers from `peer` are expected from now on (a client that offered `kleinrock-ts`
@@ -426,14 +463,15 @@ impl Stamps {
         let p = peers.entry(peer);
         let was_unconnected = !p.connected;
         p.connected = true;
-        p.validated = true;
+        p.validate();
         peers.unconnected -= usize::from(was_unconnected);
     }
 
     /// The handshake or connection with `peer` ended: its timestamp state is forgotten, and
     /// once [`MAX_CLOSED_PEERS`] later connections have ended, the rest of it too (its
-    /// datagrams from then on count as strays). Addresses whose handshake failed are forgotten
-    /// once more than [`MAX_UNCONNECTED_PEERS`] are kept.
+    /// datagrams from then on count as strays). An address whose handshake failed stays
+    /// limited to three times what it sent; such addresses are forgotten once more than
+    /// [`MAX_UNCONNECTED_PEERS`] are kept.
     pub fn closed(&self, peer: SocketAddr) {
         let mut peers = lock(&self.peers);
         let Some(p) = peers.map.get_mut(&peer) else {
@@ -442,8 +480,6 @@ impl Stamps {
         p.clear_timestamps();
         p.live = false;
         p.validated = false;
-        p.bytes_in = 0;
-        p.bytes_out = 0;
         if !p.connected {
             if peers.unconnected > MAX_UNCONNECTED_PEERS {
                 peers.forget(peer);
@@ -488,32 +524,52 @@ impl Stamps {
         }
     }
 
-    /// The trailer for a transmit of `len` bytes in datagrams of `segment` bytes (the last may
-    /// be shorter) to `peer`, if this end stamps to the peer and the trailers fit the
-    /// anti-amplification budget.
-    fn trailer(
-        &self,
-        peer: SocketAddr,
-        now: Instant,
-        segment: usize,
-        len: usize,
-    ) -> Option<Trailer> {
+    /// What may go to `peer` of a transmit of `len` bytes in datagrams of `segment` bytes (the
+    /// last may be shorter): all of them unless the anti-amplification budget ends first, with
+    /// a trailer if this end stamps to the peer and the trailers fit the budget too.
+    fn plan(&self, peer: SocketAddr, now: Instant, segment: usize, len: usize) -> Plan {
         let count = len.div_ceil(segment).max(1);
         let peers = lock(&self.peers);
-        let p = peers.map.get(&peer).filter(|p| p.stamping)?;
+        let Some(p) = peers.map.get(&peer) else {
+            return Plan {
+                datagrams: count,
+                trailer: None,
+            };
+        };
+        let trailer = p.stamping.then(|| Trailer {
+            sent_us: self.micros(now),
+            echo: p.echo,
+        });
+        let Some(budget) = p.budget(self.limit_amplification) else {
+            return Plan {
+                datagrams: count,
+                trailer,
+            };
+        };
         let stamped = (len + count * TRAILER_LEN) as u64;
-        p.budget(self.limit_amplification)
-            .is_none_or(|budget| stamped <= budget)
-            .then(|| Trailer {
-                sent_us: self.micros(now),
-                echo: p.echo,
-            })
+        if trailer.is_some() && stamped <= budget {
+            return Plan {
+                datagrams: count,
+                trailer,
+            };
+        }
+        // Whole datagrams while they fit, without trailers.
+        let fit = if len as u64 <= budget {
+            count
+        } else {
+            usize::try_from(budget).unwrap_or(usize::MAX) / segment
+        };
+        Plan {
+            datagrams: fit,
+            trailer: None,
+        }
     }
 
     /// `bytes` went to `peer`, stamped with `trailer` in `count` datagrams if given (its echo
-    /// is then spent).
-    fn sent(&self, peer: SocketAddr, bytes: u64, stamped: Option<(Trailer, u64)>) {
+    /// is then spent); `dropped` datagrams of the transmit were held back by the budget.
+    fn sent(&self, peer: SocketAddr, bytes: u64, stamped: Option<(Trailer, u64)>, dropped: u64) {
         let mut peers = lock(&self.peers);
+        peers.stats.amplification_dropped += dropped;
         if let Some((_, count)) = stamped {
             peers.stats.stamped_out += count;
         }
@@ -721,10 +777,32 @@ impl UdpSender for StampedSender {
         let to = transmit.destination;
         let len = transmit.contents.len();
         let segment = transmit.segment_size.unwrap_or(len).max(1);
-        let Some(trailer) = this.stamps.trailer(to, Instant::now(), segment, len) else {
-            let result = this.inner.as_mut().poll_send(transmit, cx);
+        let count = len.div_ceil(segment).max(1);
+        let plan = this.stamps.plan(to, Instant::now(), segment, len);
+        let dropped = (count - plan.datagrams) as u64;
+        if plan.datagrams == 0 {
+            // Beyond the anti-amplification budget: noq takes it as sent (and lost).
+            this.stamps.sent(to, 0, None, dropped);
+            return Poll::Ready(Ok(()));
+        }
+        // The datagrams that go: all, or the whole segments that fit.
+        let kept = if dropped == 0 {
+            len
+        } else {
+            plan.datagrams * segment
+        };
+        let segment_size = transmit.segment_size.filter(|_| plan.datagrams > 1);
+        let Some(trailer) = plan.trailer else {
+            let plain = Transmit {
+                destination: to,
+                ecn: transmit.ecn,
+                contents: &transmit.contents[..kept],
+                segment_size,
+                src_ip: transmit.src_ip,
+            };
+            let result = this.inner.as_mut().poll_send(&plain, cx);
             if matches!(result, Poll::Ready(Ok(()))) {
-                this.stamps.sent(to, len as u64, None);
+                this.stamps.sent(to, kept as u64, None, dropped);
             }
             return result;
         };
@@ -736,7 +814,7 @@ impl UdpSender for StampedSender {
         .encode();
         this.buf.clear();
         let mut stamped_count = 0u64;
-        for (i, datagram) in transmit.contents.chunks(segment).enumerate() {
+        for (i, datagram) in transmit.contents[..kept].chunks(segment).enumerate() {
             this.buf.extend_from_slice(datagram);
             // The echo rides on the first datagram only.
             this.buf
@@ -747,13 +825,17 @@ impl UdpSender for StampedSender {
             destination: to,
             ecn: transmit.ecn,
             contents: &this.buf,
-            segment_size: transmit.segment_size.map(|s| s + TRAILER_LEN),
+            segment_size: segment_size.map(|s| s + TRAILER_LEN),
             src_ip: transmit.src_ip,
         };
         let result = this.inner.as_mut().poll_send(&stamped, cx);
         if matches!(result, Poll::Ready(Ok(()))) {
-            this.stamps
-                .sent(to, this.buf.len() as u64, Some((trailer, stamped_count)));
+            this.stamps.sent(
+                to,
+                this.buf.len() as u64,
+                Some((trailer, stamped_count)),
+                dropped,
+            );
         }
         result
     }
@@ -818,7 +900,7 @@ mod tests {
             sent_us,
             echo: None,
         };
-        s.sent(peer, 100 * count, Some((t, count)));
+        s.sent(peer, 100 * count, Some((t, count)), 0);
     }
 
     /// A server with a stamped, established connection from `peer` whose samples go to the
@@ -850,33 +932,84 @@ mod tests {
         server.stamp(client);
         assert!(server.stamping(client));
         server.mark_connected(client);
-        let t = server.trailer(client, t0, 100, 100).expect("stamping");
-        assert_eq!(t.echo, Some((111, 5000)));
-        server.sent(client, 116, Some((t, 1)));
-        assert_eq!(server.trailer(client, t0, 100, 100).unwrap().echo, None);
+        let p = server.plan(client, t0, 100, 100);
+        let t = p.trailer.expect("stamping");
+        assert_eq!((p.datagrams, t.echo), (1, Some((111, 5000))));
+        server.sent(client, 116, Some((t, 1)), 0);
+        assert_eq!(
+            server.plan(client, t0, 100, 100).trailer.unwrap().echo,
+            None
+        );
     }
 
-    #[test]
-    fn before_the_handshake_trailers_stay_within_three_times_what_the_client_sent() {
-        // RFC 9000 §8.1: before its address is validated, at most 3x the bytes received.
+    /// A server with a handshake under way with a client at `port` that sent one Initial.
+    fn handshaking(port: u16) -> (Arc<Stamps>, SocketAddr, Instant) {
         let server = Stamps::server();
-        let client = addr(1002);
+        let client = addr(port);
         let now = server.epoch;
         server.received(client, &[0xc0u8; 1200], now);
         assert!(server.begin(client, None));
+        (server, client, now)
+    }
+
+    #[test]
+    fn before_its_address_is_validated_a_client_gets_at_most_three_times_what_it_sent() {
+        // RFC 9000 §8.1, trailers included.
+        let (server, client, now) = handshaking(1002);
         server.stamp(client);
-        // 3,568 bytes already sent: one more trailer fits (3,584 <= 3,600), two do not.
-        server.sent(client, 3_568, None);
-        assert!(server.trailer(client, now, 1, 0).is_some());
-        assert!(server.trailer(client, now, 32, 32).is_none());
-        // Once the connection is established the budget no longer applies.
+        server.sent(client, 2_400, None, 0);
+        // 1,200 bytes left: one datagram of 1,184 with its trailer, one of 1,200 without, and
+        // of two, only the first.
+        let plan = |segment, len| server.plan(client, now, segment, len);
+        assert_eq!(plan(1_184, 1_184).datagrams, 1);
+        assert!(plan(1_184, 1_184).trailer.is_some());
+        assert_eq!(plan(1_200, 1_200).datagrams, 1);
+        assert!(
+            plan(1_200, 1_200).trailer.is_none(),
+            "the trailer does not fit"
+        );
+        assert_eq!(plan(1_200, 2_000).datagrams, 1);
+        assert_eq!(plan(1_201, 1_201).datagrams, 0);
+        server.sent(client, 1_000, None, 1);
+        assert_eq!(plan(201, 201).datagrams, 0);
+        assert_eq!(server.stats().amplification_dropped, 1);
+        // The client sends more: more budget.
+        server.received(client, &[0x40u8; 100], now);
+        assert_eq!(plan(500, 500).datagrams, 1);
+        // Once the handshake is complete the address is validated: no limit.
         server.mark_connected(client);
-        assert!(server.trailer(client, now, 1_000_000, 1_000_000).is_some());
-        // Nor does it for a client's server.
+        assert_eq!(plan(1_200, 1_200_000).datagrams, 1_000);
+        assert!(plan(1_200, 1_200_000).trailer.is_some());
+
+        // An address validated by a Retry token has no limit from the start.
+        let retried = addr(1003);
+        assert!(server.begin(retried, None));
+        server.validated(retried);
+        assert_eq!(server.plan(retried, now, 1_200, 12_000).datagrams, 10);
+        // Nor has a client's server, nor an address with no handshake (noq's stateless
+        // answers: Retry, refusals).
         let client_side = Stamps::client();
         assert!(client_side.begin(client, None));
-        client_side.stamp(client);
-        assert!(client_side.trailer(client, now, 1_200, 12_000).is_some());
+        assert_eq!(client_side.plan(client, now, 1_200, 12_000).datagrams, 10);
+        assert_eq!(server.plan(addr(1004), now, 1_200, 1_200).datagrams, 1);
+    }
+
+    #[test]
+    fn an_address_whose_handshake_failed_stays_limited() {
+        let (server, client, now) = handshaking(1005);
+        server.sent(client, 3_500, None, 0);
+        server.closed(client);
+        // noq's close of the abandoned handshake: 100 bytes left.
+        assert_eq!(server.plan(client, now, 101, 101).datagrams, 0);
+        assert_eq!(server.plan(client, now, 100, 100).datagrams, 1);
+        // A new handshake from the address: what it sends counts.
+        server.received(client, &[0xc0u8; 1200], now);
+        assert!(server.begin(client, None));
+        assert_eq!(server.plan(client, now, 3_700, 3_700).datagrams, 1);
+        // Once validated, and after that connection ends, nothing is limited.
+        server.mark_connected(client);
+        server.closed(client);
+        assert_eq!(server.plan(client, now, 10_000, 10_000).datagrams, 1);
     }
 
     #[test]
