@@ -27,9 +27,9 @@
 //!
 //! What the emulator holds is bounded whatever its clients send. Per client: an upstream
 //! socket, its poll entry and its class at a fair queue, for at most [`MAX_CLIENTS`] clients,
-//! kept until the client has been idle for [`EmulatorConfig::client_idle`]. In its links: the queue is bounded by the link's buffer as
-//! configured, and whatever the configuration (a buffer of a million packets, a long fat path)
-//! the links hold at most [`MAX_HELD_DATAGRAMS`] datagrams and [`MAX_HELD_BYTES`] payload
+//! kept until the client has been idle for [`EmulatorConfig::client_idle`]. In its links: the
+//! queue is bounded by the link's buffer as configured, and whatever the configuration (a
+//! buffer of a million packets, a long fat path) the links hold at most [`MAX_HELD_DATAGRAMS`] datagrams and [`MAX_HELD_BYTES`] payload
 //! bytes, each datagram in an allocation of its own size freed when it leaves; a datagram
 //! beyond that is dropped before its link sees it, counted
 //! ([`DirectionStats::dropped_memory`]), and makes the run invalid. The slots and the event
