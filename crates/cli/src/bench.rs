@@ -347,6 +347,7 @@ fn run_step(
         forward: link.clone(),
         reverse: link,
         seed: 1,
+        client_idle: emulator::DEFAULT_CLIENT_IDLE,
     })
     .map_err(|e| e.to_string())?;
     let client = udp()?;

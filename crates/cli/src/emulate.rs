@@ -5,11 +5,22 @@
 //! up (see crates/quic/src/emulator.rs).
 
 use crate::live;
+use kleinrock_cc::controller::units::parse_duration;
 use kleinrock_lab::metrics::link_metrics;
 use kleinrock_lab::scenario::{load, Scenario};
 use kleinrock_quic::emulator::{self, DirectionStats, EmulatorConfig, EmulatorStats};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// `--client-idle`: a positive duration.
+fn parse_idle(text: &str) -> Result<Duration, String> {
+    match parse_duration(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("must be above zero".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
 
 /// Arguments of `kleinrock emulate`.
 #[derive(clap::Args)]
@@ -33,6 +44,10 @@ pub struct EmulateArgs {
     /// With the flow's data path client-to-server instead (an upload, `kleinrock send`).
     #[arg(long)]
     upload: bool,
+    /// How long a client may stay silent before its slot (its upstream socket and its class)
+    /// is given to the next new sender, e.g. `30s`; at most 256 clients have a slot at once.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_idle)]
+    client_idle: Duration,
     /// Stop after this long, e.g. `60s` (default: at SIGINT or SIGTERM).
     #[arg(long)]
     duration: Option<String>,
@@ -80,6 +95,7 @@ fn config(args: &EmulateArgs, s: &Scenario) -> EmulatorConfig {
         forward,
         reverse,
         seed: s.seed,
+        client_idle: args.client_idle,
     }
 }
 
@@ -127,6 +143,8 @@ fn stopped_event(s: &EmulatorStats) -> serde_json::Value {
         "lateness_bound_us": s.lateness_bound.as_secs_f64() * 1e6,
         "realtime": s.realtime,
         "clients": s.clients.len(),
+        "clients_seen": s.clients_seen,
+        "clients_expired": s.clients_expired,
         "clients_refused": s.clients_refused,
         "unknown_dropped": s.unknown_dropped,
         "held_peak_datagrams": s.held_peak_datagrams,

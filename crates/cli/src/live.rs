@@ -164,6 +164,10 @@ pub fn counters_json(c: &CcCounters) -> serde_json::Value {
         "persistent_congestion_events": c.persistent_congestion_events,
         "ecn_events": c.ecn_events,
         "owd_samples": c.owd_samples,
+        "ack_delay_samples": c.ack_delay_samples,
+        "owd_rejected_unknown_echo": c.owd_rejected_unknown_echo,
+        "owd_rejected_backwards": c.owd_rejected_backwards,
+        "owd_rejected_queuing": c.owd_rejected_queuing,
         "loss_events": c.loss_events,
         "spurious_congestion_events": c.spurious_congestion_events,
     })

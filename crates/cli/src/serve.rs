@@ -58,6 +58,15 @@ pub struct ServeArgs {
     /// direction's buffers together stay within this plus 64 KiB per connection.
     #[arg(long, value_name = "BYTES", default_value = WINDOW_BUDGET)]
     window_budget: String,
+    /// Handshakes with clients whose address is not validated kept under way at once; a
+    /// further client is answered with Retry (it proves its address and comes back), which
+    /// costs the server nothing.
+    #[arg(long, value_name = "N", default_value_t = endpoint::DEFAULT_RETRY_ABOVE)]
+    retry_above: usize,
+    /// Handshakes kept under way at once, validated or not (about 70 kB each, for at most
+    /// 10 s); a further Initial is dropped without an answer.
+    #[arg(long, value_name = "N", default_value_t = endpoint::DEFAULT_MAX_HANDSHAKES)]
+    max_handshakes: usize,
     /// Stop after this long, e.g. `60s` (default: at SIGINT or SIGTERM).
     #[arg(long)]
     duration: Option<String>,
@@ -88,22 +97,47 @@ fn stopped_event(
         .sample()
         .map(|s| s.counters)
         .unwrap_or_default();
+    let recent: Vec<serde_json::Value> = server
+        .connections()
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "peer": c.peer.to_string(),
+                "alpn": c.alpn,
+                "timestamps": c.timestamps,
+                "open": c.open,
+                "counters": live::counters_json(&c.counters),
+                "warnings": c.warnings,
+            })
+        })
+        .collect();
+    let d = &stats.datagrams;
     serde_json::json!({
         "event": "stopped",
         "cc": args.cc,
         "connections": stats.connections,
         "refused_connections": stats.refused_connections,
+        "refused_same_address": stats.refused_same_address,
         "open_connections": stats.open_connections,
         "stamped_connections": stats.stamped_connections,
-        "datagrams_in": stats.datagrams.datagrams_in,
-        "stray_datagrams": stats.datagrams.stray_datagrams,
-        "stamped_in": stats.datagrams.stamped_in,
-        "stamped_out": stats.datagrams.stamped_out,
-        "owd_samples": stats.datagrams.samples,
+        "peak_handshakes": stats.peak_handshakes,
+        "peak_unvalidated_handshakes": stats.peak_unvalidated_handshakes,
+        "retries": stats.retries,
+        "dropped_handshakes": stats.dropped_handshakes,
+        "handshake_timeouts": stats.handshake_timeouts,
+        "datagrams_in": d.datagrams_in,
+        "stray_datagrams": d.stray_datagrams,
+        "amplification_dropped": d.amplification_dropped,
+        "stamped_in": d.stamped_in,
+        "stamped_out": d.stamped_out,
+        "owd_samples": d.samples,
+        "owd_rejected_unknown_echo": d.rejected_unknown_echo,
+        "owd_rejected_backwards": d.rejected_backwards,
         "last_connection": {
             "counters": live::counters_json(&counters),
             "warnings": warnings,
         },
+        "recent_connections": recent,
     })
 }
 
@@ -112,8 +146,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let stop = live::Stop::watch(live::duration(args.duration.as_deref())?)?;
     let timestamps = !args.no_timestamps;
     let bytes = |name: &str, value: &str| parse_bytes(value).map_err(|e| format!("--{name}: {e}"));
-    if args.max_connections == 0 || args.max_streams == 0 {
-        return Err("--max-connections and --max-streams must be at least 1".into());
+    if args.max_connections == 0 || args.max_streams == 0 || args.max_handshakes == 0 {
+        return Err(
+            "--max-connections, --max-streams and --max-handshakes must be at least 1".into(),
+        );
     }
     let server = endpoint::serve(ServeOptions {
         addr: args.addr,
@@ -123,6 +159,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         max_streams: args.max_streams,
         connection_window: bytes("connection-window", &args.connection_window)?,
         window_budget: bytes("window-budget", &args.window_budget)?,
+        retry_above: args.retry_above,
+        max_handshakes: args.max_handshakes,
         ..ServeOptions::new(factory.clone())
     })
     .await

@@ -171,6 +171,7 @@ async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
         forward: s.links[flow.reverse[0]].clone(),
         reverse: s.links[flow.forward[0]].clone(),
         seed: s.seed,
+        client_idle: emulator::DEFAULT_CLIENT_IDLE,
     })
     .map_err(|e| e.to_string())?;
     let size = flow.app.total_bytes().unwrap_or(0);

@@ -22,142 +22,23 @@
 
 mod common;
 
-use common::{Proc, Scratch};
-use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use common::aioquic::{self, AIOQUIC_VERSION};
+use common::Scratch;
 use std::time::{Duration, Instant};
 
-/// The aioquic release the client runs (exact pin; the newest stable release on PyPI when
-/// this test was written).
-const AIOQUIC_VERSION: &str = "1.7.2";
 /// Bytes fetched.
 const SIZE: u64 = 5_000_000;
 /// Bottleneck between client and server.
 const LINK: &str = "20Mbps,20ms,2bdp";
 /// How long the Python client may take, start-up included (it has its own, shorter, timeout).
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
-/// The client's own timeout for the fetch, seconds.
-const CLIENT_FETCH_TIMEOUT_S: &str = "20";
-
-const CLIENT_SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/interop/aioquic_fetch.py"
-);
-
-/// Runs a set-up command to completion, failing with `what` and the command's output.
-fn run_setup(what: &str, cmd: &mut Command) {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what}: {cmd:?} exited with {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn venv_python(venv: &Path) -> PathBuf {
-    venv.join("bin").join("python")
-}
-
-/// Whether `venv` runs Python with exactly the pinned aioquic importable.
-fn venv_ready(venv: &Path) -> bool {
-    Command::new(venv_python(venv))
-        .args(["-c", "import aioquic, sys; print(aioquic.__version__)"])
-        .env("PYTHONNOUSERSITE", "1")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .is_ok_and(|o| {
-            o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == AIOQUIC_VERSION
-        })
-}
-
-/// The virtualenv with the pinned aioquic, made once under `CARGO_TARGET_TMPDIR` and reused.
-/// It is built beside its final place and renamed into it, so an interrupted or concurrent
-/// build never leaves a half-made venv where a later run would trust it.
-fn aioquic_venv() -> PathBuf {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let venv = base.join(format!("aioquic-{AIOQUIC_VERSION}-venv"));
-    if venv_ready(&venv) {
-        return venv;
-    }
-    match Command::new("python3")
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-    {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!(
-            "python3 is missing or broken (`python3 --version` exited with {}: {}): the aioquic \
-             interop test needs python3 with the venv module (Debian: apt-get install python3 \
-             python3-venv)",
-            o.status,
-            String::from_utf8_lossy(&o.stderr).trim()
-        ),
-        Err(e) => panic!(
-            "python3 is missing ({e}): the aioquic interop test needs python3 with the venv \
-             module on PATH (Debian: apt-get install python3 python3-venv)"
-        ),
-    }
-    // Removed on every way out; after the rename there is nothing left to remove.
-    let building = Scratch(base.join(format!(
-        "aioquic-{AIOQUIC_VERSION}-venv.building-{}",
-        std::process::id()
-    )));
-    let _ = std::fs::remove_dir_all(&building.0);
-    run_setup(
-        "python3 could not make a virtualenv (is the venv module installed? Debian: apt-get \
-         install python3-venv)",
-        Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&building.0),
-    );
-    run_setup(
-        &format!(
-            "pip could not install aioquic=={AIOQUIC_VERSION} from PyPI (is PyPI reachable from \
-             this machine?)"
-        ),
-        Command::new(venv_python(&building.0))
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-input",
-            ])
-            .arg(format!("aioquic=={AIOQUIC_VERSION}"))
-            .env("PYTHONNOUSERSITE", "1"),
-    );
-    assert!(
-        venv_ready(&building.0),
-        "aioquic=={AIOQUIC_VERSION} installed into {} but does not import",
-        building.0.display()
-    );
-    if !venv_ready(&venv) {
-        // A broken or outdated venv: replace it.
-        let _ = std::fs::remove_dir_all(&venv);
-    }
-    if std::fs::rename(&building.0, &venv).is_err() {
-        // Another run put its venv in place first; use it.
-        assert!(
-            venv_ready(&venv),
-            "could not put the aioquic virtualenv in place at {}",
-            venv.display()
-        );
-    }
-    venv
-}
+/// The client's own timeout for the fetch.
+const CLIENT_FETCH_TIMEOUT: Duration = Duration::from_secs(20);
 
 #[test]
 fn aioquic_fetches_5mb_from_serve_through_emulate() {
     let started = Instant::now();
-    let venv = aioquic_venv();
+    let venv = aioquic::venv();
     eprintln!(
         "aioquic {AIOQUIC_VERSION} venv ready at {} ({:.1?})",
         venv.display(),
@@ -190,30 +71,11 @@ fn aioquic_fetches_5mb_from_serve_through_emulate() {
     let (mut emulator, emulator_addr) = common::emulate(server_addr, LINK, &[]);
 
     let fetch_started = Instant::now();
-    let mut client = Proc::spawn(
-        "aioquic client",
-        Command::new(venv_python(&venv))
-            .arg(CLIENT_SCRIPT)
-            .arg(emulator_addr.ip().to_string())
-            .arg(emulator_addr.port().to_string())
-            .arg(&cert)
-            .arg(SIZE.to_string())
-            .args(["--timeout", CLIENT_FETCH_TIMEOUT_S])
-            .env("PYTHONNOUSERSITE", "1")
-            .env("PYTHONDONTWRITEBYTECODE", "1"),
+    eprintln!(
+        "fetching {SIZE} bytes from the emulator at {emulator_addr} (server at {server_addr})"
     );
-    let status = client.wait(CLIENT_TIMEOUT);
-    if !status.success() {
-        client.fail(format!(
-            "{status} fetching {SIZE} bytes from the emulator at {emulator_addr} (server at \
-             {server_addr})"
-        ));
-    }
-    let result: Value = client
-        .lines
-        .try_iter()
-        .find_map(|l| serde_json::from_str::<Value>(&l).ok())
-        .unwrap_or_else(|| client.fail("printed no JSON result".to_string()));
+    let mut client = aioquic::start_fetch(&venv, emulator_addr, &cert, SIZE, CLIENT_FETCH_TIMEOUT);
+    let result = aioquic::fetch_result(&mut client, CLIENT_TIMEOUT);
     let fetch_time = fetch_started.elapsed();
     eprintln!("aioquic client: {result} ({fetch_time:.1?} with interpreter start-up)");
 

@@ -27,6 +27,7 @@
 
 mod common;
 
+use common::rss::{mib, rss, Sampler, SAMPLE_EVERY};
 use common::Scratch;
 use kleinrock_quic::endpoint::{self, certificate_der};
 use noq::crypto::rustls::QuicClientConfig;
@@ -41,7 +42,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
@@ -71,8 +72,6 @@ const LEGIT_TIMEOUT: Duration = Duration::from_secs(30);
 const FALLBACK_MARGIN: u64 = 32 << 20;
 /// How long after the flood's close the server has to fall back.
 const FALLBACK_TIME: Duration = Duration::from_secs(5);
-/// How often the server's memory is sampled.
-const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 /// Bytes of an answer larger than the client's stream window.
 const BIG_ANSWER: u64 = 4_000_000;
 /// How long the flood's client waits for its connections to close.
@@ -82,94 +81,6 @@ const CLOSE_WAIT: Duration = Duration::from_secs(2);
 const STOP_AFTER_FLOOD: Duration = Duration::from_secs(30);
 /// How long the flood's handshakes and requests may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Resident memory of process `pid`, bytes; `None` once it is gone.
-fn try_rss(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-}
-
-/// Resident memory of the running process `pid`, bytes.
-fn rss(pid: u32) -> u64 {
-    try_rss(pid).unwrap_or_else(|| panic!("no VmRSS in /proc/{pid}/status"))
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1 << 20) as f64
-}
-
-/// A thread that samples a process's resident memory and kills the process (SIGKILL, through
-/// `kill`) the moment it exceeds `bound`, so that a server without bounds fails the test loudly
-/// instead of taking the machine's memory.
-struct Sampler {
-    peak: Arc<AtomicU64>,
-    over: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Sampler {
-    fn start(pid: u32, bound: u64) -> Sampler {
-        let peak = Arc::new(AtomicU64::new(0));
-        let over = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (p, o, s) = (peak.clone(), over.clone(), stop.clone());
-        let thread = thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                let Some(now) = try_rss(pid) else {
-                    return;
-                };
-                p.fetch_max(now, Ordering::Relaxed);
-                if now > bound {
-                    o.store(now, Ordering::Relaxed);
-                    let _ = std::process::Command::new("kill")
-                        .args(["-KILL", &pid.to_string()])
-                        .status();
-                    return;
-                }
-                thread::sleep(SAMPLE_EVERY);
-            }
-        });
-        Sampler {
-            peak,
-            over,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Panics if the process went over the bound; returns the peak so far.
-    fn check(&self, when: &str) -> u64 {
-        let over = self.over.load(Ordering::Relaxed);
-        assert!(
-            over == 0,
-            "kleinrock serve reached {:.1} MiB resident {when}, above the bound of {:.0} MiB \
-             (killed)",
-            mib(over),
-            mib(RSS_BOUND)
-        );
-        self.peak.load(Ordering::Relaxed)
-    }
-
-    fn stop(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.peak.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
 
 /// noq's socket that drops every datagram it receives while `deaf` is set: a client that
 /// acknowledges nothing, so the server keeps all it wrote, at almost no CPU cost.

@@ -29,6 +29,12 @@
 //!   client, the server's socket) exists any more, the listen ports can be bound again, and
 //!   this test process has no child left, not even a zombie.
 //!
+//! - `emulate` gives the slots of silent clients to new ones (issue 23: "After 300 distinct
+//!   source ports have each sent one datagram to `emulate`, every new client is refused for
+//!   the rest of its life"): with `--client-idle 1s`, 300 senders of one datagram each take
+//!   the 256 slots (44 are refused); 1.5 s later a 1 MB upload by `kleinrock send` through the
+//!   emulator completes, and the emulator's `stopped` line counts the 256 expired slots.
+//!
 //! The junk sockets stay open until the end, so that no later client can reuse their port and
 //! turn counted strays into a connection's datagrams. Sockets are found through `/proc`, so
 //! the test is Linux-only.
@@ -42,7 +48,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::unix::process::ExitStatusExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -239,6 +245,12 @@ fn assert_bindable(who: &str, addr: SocketAddr) {
     }
 }
 
+/// The tests one at a time: one counts this process's children, which the other's would be.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Processes whose parent is this test process, zombies included: "pid state comm".
 fn children() -> Vec<String> {
     let me = std::process::id().to_string();
@@ -271,6 +283,7 @@ fn children() -> Vec<String> {
 
 #[test]
 fn junk_and_a_killed_client_leave_serve_and_emulate_counting_and_clean() {
+    let _serial = serial();
     let started = Instant::now();
     let scratch = Scratch::new("robustness");
     let cert = scratch.0.join("cert.pem");
@@ -482,4 +495,35 @@ fn junk_and_a_killed_client_leave_serve_and_emulate_counting_and_clean() {
          test took {:.2?}",
         started.elapsed()
     );
+}
+
+/// `emulate`'s slots expire after `--client-idle`: a new client is served after 300
+/// one-datagram senders.
+#[test]
+fn emulate_gives_the_slots_of_silent_clients_to_new_ones() {
+    let _serial = serial();
+    let scratch = Scratch::new("robustness-slots");
+    let cert = scratch.0.join("cert.pem");
+    let cert = cert.to_str().expect("a UTF-8 scratch path");
+    let (mut server, server_addr, _) = common::serve("cubic", cert);
+    let (mut emulator, emulator_addr) =
+        common::emulate(server_addr, LINK, &["--upload", "--client-idle", "1s"]);
+    let senders: Vec<UdpSocket> = (0..300)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").expect("a sender binds"))
+        .collect();
+    for s in &senders {
+        s.send_to(b"one datagram", emulator_addr)
+            .expect("the datagram is sent");
+    }
+    thread::sleep(Duration::from_millis(1_500));
+    let mut client = send("kleinrock send", &emulator_addr.to_string(), cert, "1MB");
+    let sent = finish(&mut client, SEND_TIMEOUT);
+    assert_eq!(sent["bytes"], 1_000_000, "{sent}");
+    let emulated = emulator.terminate();
+    let served = server.terminate();
+    assert_eq!(count(&emulated, "clients_refused"), 44, "{emulated}");
+    assert_eq!(count(&emulated, "clients_expired"), 256, "{emulated}");
+    assert_eq!(count(&emulated, "clients_seen"), 257, "{emulated}");
+    assert_eq!(count(&served, "connections"), 1, "{served}");
+    drop(senders);
 }

@@ -112,12 +112,17 @@ impl Spec {
 
 /// Builds one [`Adapter`] around a fresh registry controller for each noq connection path.
 ///
-/// Cheap to clone; clones share the clock, the probe and the one-way-delay feed.
+/// Cheap to clone; clones share the clock, the probe and the one-way-delay feed. A server
+/// gives each connection its own factory ([`CcFactory::for_connection`]), so that each
+/// connection's controller has its own feed and probe.
 #[derive(Clone, Debug)]
 pub struct CcFactory {
     spec: Arc<Spec>,
     clock: Clock,
     probe: CcProbe,
+    /// The probe of the factory this one was made from (which follows the controller built
+    /// last of all its connections), for a connection's factory.
+    parent: Option<CcProbe>,
     owd: OwdFeed,
 }
 
@@ -142,8 +147,21 @@ impl CcFactory {
             spec: Arc::new(spec),
             clock,
             probe: CcProbe::new(clock),
+            parent: None,
             owd: OwdFeed::default(),
         })
+    }
+
+    /// A factory for one connection: the same controller, parameters, settings and clock, with
+    /// a feed and a probe of its own. The probe of this factory follows its controllers too.
+    pub fn for_connection(&self) -> CcFactory {
+        CcFactory {
+            spec: self.spec.clone(),
+            clock: self.clock,
+            probe: CcProbe::new(self.clock),
+            parent: Some(self.parent.clone().unwrap_or_else(|| self.probe.clone())),
+            owd: OwdFeed::default(),
+        }
     }
 
     /// The controller's registry name.
@@ -161,7 +179,7 @@ impl CcFactory {
         self.clock
     }
 
-    /// The probe of the controller built last (one connection at a time is observed).
+    /// The probe of the controller this factory built last.
     pub fn probe(&self) -> CcProbe {
         self.probe.clone()
     }
@@ -175,10 +193,17 @@ impl CcFactory {
     /// timestamps (one-way delay, or the receiver's ACK delay) but got none, because the peer
     /// did not agree to them, used the raw RTT instead.
     pub fn warnings(&self) -> Vec<String> {
+        match self.probe.sample() {
+            Some(s) => self.warnings_for(&s.counters),
+            None => Vec::new(),
+        }
+    }
+
+    /// [`CcFactory::warnings`] for a controller of this factory that counted `c`.
+    pub fn warnings_for(&self, c: &CcCounters) -> Vec<String> {
         let wants = kleinrock_cc::registry::find(&self.spec.name).is_some_and(|i| i.one_way_delay);
-        let got = self.probe.sample().map(|s| s.counters);
-        match got {
-            Some(c) if wants && c.ack_events > 0 && c.owd_samples + c.ack_delay_samples == 0 => {
+        match c {
+            c if wants && c.ack_events > 0 && c.owd_samples + c.ack_delay_samples == 0 => {
                 vec![format!(
                     "{} got no receiver timestamps (the peer did not agree to datagram \
                      timestamps), so it used its RTT signal instead, with the receiver's ACK \
@@ -204,6 +229,9 @@ impl CcFactory {
             self.spec.config.max_datagram_size,
         )));
         self.probe.follow(state.clone());
+        if let Some(parent) = &self.parent {
+            parent.follow(state.clone());
+        }
         Adapter {
             state,
             factory: self.clone(),
@@ -234,32 +262,71 @@ pub struct EchoReport {
     pub hold: Duration,
 }
 
-/// The one-way-delay hook: the [`EchoReport`]s of the receive-timestamp layer
-/// ([`crate::stamps`]) not yet taken, oldest first (at most [`ECHO_QUEUE`]). The adapter takes
-/// them all when an ACK batch ends: the newest gives that batch's [`AckEvent`] its
-/// [`OneWayDelaySample`] (numbered with the newest acked packet), and the one whose datagram
-/// is the ACK's largest packet gives its `ack_delay`. An ACK with no report since the previous
-/// one has neither.
+/// Why an echo of a peer was not taken as a one-way-delay sample: it cannot be true.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// It names a send time its connection never stamped, or one it already had echoed.
+    UnknownEcho,
+    /// Its receive time is further before the newest accepted one than
+    /// [`crate::stamps::BACKWARDS_TOLERANCE`].
+    Backwards,
+    /// Its one-way delay is above the smallest of the connection by more than the
+    /// connection's RTT (the larger of its smoothed RTT and its latest sample): a queue on one
+    /// way that outlasts the round trip.
+    Queuing,
+}
+
+/// The one-way-delay hook of one connection: the [`EchoReport`]s of the receive-timestamp
+/// layer ([`crate::stamps`]) not yet taken, oldest first (at most [`ECHO_QUEUE`]), and the
+/// echoes that layer refused. The adapter takes the reports when an ACK batch ends: those
+/// whose queuing delay cannot be true are refused ([`Rejection::Queuing`]), the newest of the
+/// rest gives that batch's [`AckEvent`] its [`OneWayDelaySample`] (numbered with the newest
+/// acked packet), and the one whose datagram is the ACK's largest packet gives its
+/// `ack_delay`. An ACK with no report since the previous one has neither.
 ///
-/// One connection at a time: a factory's controllers share its feed.
+/// A factory's controllers share its feed: a server makes a factory per connection.
 #[derive(Clone, Debug, Default)]
 pub struct OwdFeed {
-    reports: Arc<Mutex<VecDeque<EchoReport>>>,
+    inner: Arc<Mutex<FeedState>>,
+}
+
+#[derive(Debug, Default)]
+struct FeedState {
+    reports: VecDeque<EchoReport>,
+    unknown_echoes: u64,
+    backwards: u64,
 }
 
 impl OwdFeed {
     /// Queues a report, dropping the oldest beyond [`ECHO_QUEUE`].
     pub fn push(&self, report: EchoReport) {
-        let mut q = lock(&self.reports);
-        if q.len() >= ECHO_QUEUE {
-            q.pop_front();
+        let mut f = lock(&self.inner);
+        if f.reports.len() >= ECHO_QUEUE {
+            f.reports.pop_front();
         }
-        q.push_back(report);
+        f.reports.push_back(report);
+    }
+
+    /// Counts an echo the timestamp layer refused.
+    pub fn reject(&self, why: Rejection) {
+        let mut f = lock(&self.inner);
+        match why {
+            Rejection::UnknownEcho => f.unknown_echoes += 1,
+            Rejection::Backwards => f.backwards += 1,
+            // The adapter counts its own.
+            Rejection::Queuing => {}
+        }
     }
 
     /// Takes every queued report, oldest first.
     pub(crate) fn drain(&self) -> Vec<EchoReport> {
-        lock(&self.reports).drain(..).collect()
+        lock(&self.inner).reports.drain(..).collect()
+    }
+
+    /// The echoes refused so far: unknown, and running backwards.
+    pub(crate) fn refused(&self) -> (u64, u64) {
+        let f = lock(&self.inner);
+        (f.unknown_echoes, f.backwards)
     }
 }
 
@@ -290,6 +357,13 @@ pub struct CcCounters {
     pub owd_samples: u64,
     /// [`AckEvent`]s that carried the receiver's ACK delay.
     pub ack_delay_samples: u64,
+    /// Echoes of the peer refused as one-way-delay samples because they named a datagram the
+    /// connection never sent, or one already echoed ([`Rejection::UnknownEcho`]).
+    pub owd_rejected_unknown_echo: u64,
+    /// Echoes refused because their receive time ran backwards ([`Rejection::Backwards`]).
+    pub owd_rejected_backwards: u64,
+    /// Echoes refused because their queuing delay exceeded the RTT ([`Rejection::Queuing`]).
+    pub owd_rejected_queuing: u64,
     /// Loss events as the simulator's metrics count them: loss reports whose newest lost packet
     /// was sent after the previous counted event (one per RFC 9002 recovery period).
     pub loss_events: u64,
@@ -360,6 +434,7 @@ impl CcProbe {
     pub fn sample(&self) -> Option<ProbeSample> {
         let state = self.state()?;
         let s = lock(&state);
+        let (unknown, backwards) = s.feed.refused();
         Some(ProbeSample {
             time: self.clock.now(),
             cwnd: s.cc.cwnd(),
@@ -371,7 +446,11 @@ impl CcProbe {
             smoothed_rtt: s.rtt.smoothed(),
             delivery_rate: s.last_rate.and_then(|r| r.delivery_rate()),
             state: s.cc.state(),
-            counters: s.counters,
+            counters: CcCounters {
+                owd_rejected_unknown_echo: unknown,
+                owd_rejected_backwards: backwards,
+                ..s.counters
+            },
         })
     }
 
@@ -456,6 +535,8 @@ struct State {
     /// Where echo reports arrive, and the clock that maps their times.
     feed: OwdFeed,
     clock: Clock,
+    /// The smallest one-way delay of the reports taken (up to the feed's constant).
+    min_one_way: Option<Duration>,
     last_rate: Option<RateSample>,
     counters: CcCounters,
     rtt_hist: Histogram,
@@ -482,6 +563,7 @@ impl State {
             last_loss_event: None,
             feed,
             clock,
+            min_one_way: None,
             last_rate: None,
             counters: CcCounters::default(),
             rtt_hist: Histogram::new(),
@@ -602,8 +684,15 @@ impl State {
         };
         self.settle_pending();
         let (largest_pn, largest_sent) = batch.largest;
-        // Echoes arrive before noq reads the ACKs of the same datagrams.
-        let echo = self.take_echo(largest_sent);
+        // Echoes arrive before noq reads the ACKs of the same datagrams. A queuing delay above
+        // the connection's RTT cannot be true; before the first RTT sample, this ACK's time
+        // since the largest packet was sent stands for the RTT.
+        let rtt = [self.rtt.smoothed(), self.rtt.latest()]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(batch.now - largest_sent);
+        let echo = self.take_echo(largest_sent, rtt);
         let rtt_sample = (largest_acked == Some(largest_pn)).then(|| {
             // RFC 9002 §5.1: latest_rtt = ack time - send time of the largest acked packet;
             // §5.3: the receiver's ACK delay, when an echo tells it, is left out of smoothed_rtt.
@@ -763,12 +852,21 @@ impl State {
         self.prune(now);
     }
 
-    /// The newest echo report from the [`OwdFeed`], on the controller's clock.
-    /// The echo reports since the last batch: the newest one's delay, and the hold time of
-    /// the one whose datagram was sent when the ACK's largest packet was (capped at the peer's
-    /// max_ack_delay, RFC 9002 §5.3), if any.
-    fn take_echo(&self, largest_sent: Instant) -> Option<Echo> {
-        let reports = self.feed.drain();
+    /// The echo reports since the last batch that can be true (a queuing delay, above the
+    /// smallest one-way delay so far, of at most `rtt`; the others are counted): the newest
+    /// one's delay, and the hold time of the one whose datagram was sent when the ACK's largest
+    /// packet was (capped at the peer's max_ack_delay, RFC 9002 §5.3), if any.
+    fn take_echo(&mut self, largest_sent: Instant, rtt: Duration) -> Option<Echo> {
+        let mut reports = self.feed.drain();
+        reports.retain(|r| {
+            let min = self.min_one_way.map_or(r.one_way, |m| m.min(r.one_way));
+            if r.one_way - min > rtt {
+                self.counters.owd_rejected_queuing += 1;
+                return false;
+            }
+            self.min_one_way = Some(min);
+            true
+        });
         let newest = reports.last()?;
         let sent_time = self.clock.instant(newest.sent);
         let distance = |r: &EchoReport| {
@@ -1023,6 +1121,25 @@ mod tests {
         /// The real instant `ms` milliseconds after the epoch.
         fn at(&self, ms: f64) -> std::time::Instant {
             self.factory.clock().epoch() + Duration::from_secs_f64(ms / 1e3)
+        }
+
+        /// `packets` packets sent 1 ms apart from 0 ms, and the feed of their echoes with a
+        /// maker of reports: an echo of a datagram sent at `sent_ms` with a one-way delay (up
+        /// to the feed's constant) and a hold time, in ms.
+        fn sent_with_feed(
+            &mut self,
+            packets: u64,
+        ) -> (OwdFeed, impl Fn(f64, u64, u64) -> EchoReport) {
+            for pn in 0..packets {
+                self.send(pn as f64, pn);
+            }
+            let epoch = self.factory.clock().epoch();
+            let report = move |sent_ms: f64, one_way_ms: u64, hold_ms: u64| EchoReport {
+                sent: epoch + Duration::from_secs_f64(sent_ms / 1e3),
+                one_way: Duration::from_millis(one_way_ms),
+                hold: Duration::from_millis(hold_ms),
+            };
+            (self.factory.owd_feed(), report)
         }
 
         fn send(&mut self, ms: f64, pn: u64) {
@@ -1375,16 +1492,7 @@ mod tests {
     #[test]
     fn echo_reports_give_the_newest_delay_and_the_matched_ack_delay() {
         let mut rig = Rig::new(None);
-        for pn in 0..5 {
-            rig.send(pn as f64, pn);
-        }
-        let feed = rig.factory.owd_feed();
-        let epoch = rig.factory.clock().epoch();
-        let report = |sent_ms: f64, one_way_ms: u64, hold_ms: u64| EchoReport {
-            sent: epoch + Duration::from_secs_f64(sent_ms / 1e3),
-            one_way: Duration::from_millis(one_way_ms),
-            hold: Duration::from_millis(hold_ms),
-        };
+        let (feed, report) = rig.sent_with_feed(5);
         // The echo of packet 2 (sent at 2 ms) and a newer one (of a datagram sent at 2.6 ms,
         // not packet 2) arrive before the ACK of packets 0-2 is read.
         feed.push(report(2.0, 20, 3));
@@ -1409,6 +1517,81 @@ mod tests {
         assert_eq!(acks[2].ack_delay, Some(PEER_MAX_ACK_DELAY));
         let counters = rig.factory.probe().sample().expect("a controller").counters;
         assert_eq!((counters.owd_samples, counters.ack_delay_samples), (2, 2));
+    }
+
+    #[test]
+    fn a_queuing_delay_above_the_rtt_is_refused_and_counted() {
+        let mut rig = Rig::new(None);
+        let (feed, report) = rig.sent_with_feed(4);
+        let report = |sent_ms, one_way_ms| report(sent_ms, one_way_ms, 0);
+        // The first report sets the smallest delay; before any RTT sample, the ACK's 50 ms
+        // since the largest packet was sent stands for the RTT: 40 ms more is possible, 60 is
+        // not.
+        feed.push(report(0.0, 1_000));
+        feed.push(report(0.5, 1_040));
+        feed.push(report(0.6, 1_060));
+        rig.ack(50.0, &[(0, 0.0)], 3 * MSS, 0);
+        rig.adapter.window();
+        // RTT 50 ms now: 55 ms of queue is refused, a new smallest delay is taken.
+        feed.push(report(1.0, 1_055));
+        feed.push(report(1.1, 990));
+        rig.ack(51.0, &[(1, 1.0)], 2 * MSS, 1);
+        rig.adapter.window();
+        // Only refused reports: the ACK has no sample.
+        feed.push(report(2.0, 1_100));
+        rig.ack(52.0, &[(2, 2.0)], MSS, 2);
+        rig.adapter.window();
+        let acks = rig.acks();
+        let receive = |a: &AckEvent| a.one_way_delay.map(|o| o.receive_time - o.sent_time);
+        assert_eq!(receive(&acks[0]), Some(Duration::from_millis(1_040)));
+        assert_eq!(receive(&acks[1]), Some(Duration::from_millis(990)));
+        assert_eq!(receive(&acks[2]), None);
+        let counters = rig.factory.probe().sample().expect("built").counters;
+        assert_eq!(counters.owd_rejected_queuing, 3);
+        assert_eq!(counters.owd_samples, 2);
+        // The stamps layer's refusals are in the connection's counters too.
+        feed.reject(Rejection::UnknownEcho);
+        feed.reject(Rejection::Backwards);
+        feed.reject(Rejection::Backwards);
+        let counters = rig.factory.probe().sample().expect("built").counters;
+        assert_eq!(
+            (
+                counters.owd_rejected_unknown_echo,
+                counters.owd_rejected_backwards
+            ),
+            (1, 2)
+        );
+    }
+
+    #[test]
+    fn each_connection_has_its_own_feed_and_probe() {
+        let base =
+            CcFactory::new("quic_dc", Params::new(), ControllerConfig::default()).expect("builds");
+        let (a, b) = (base.for_connection(), base.for_connection());
+        let mut first = a.new_adapter();
+        let second = b.new_adapter();
+        // The base probe follows the controller built last, each connection's its own.
+        first.on_packet_sent(std::time::Instant::now(), 1200, 0);
+        let sent = |f: &CcFactory| f.probe().sample().expect("built").counters.packets_sent;
+        assert_eq!((sent(&a), sent(&b), sent(&base)), (1, 0, 0));
+        // A report for one connection is not the other's.
+        a.owd_feed().push(EchoReport {
+            sent: std::time::Instant::now(),
+            one_way: Duration::from_secs(10),
+            hold: Duration::ZERO,
+        });
+        assert!(b.owd_feed().drain().is_empty());
+        assert!(base.owd_feed().drain().is_empty());
+        assert_eq!(a.owd_feed().drain().len(), 1);
+        // A connection's connection factory is its sibling, with the same parent.
+        let c = a.for_connection();
+        let _third = c.new_adapter();
+        assert_eq!(
+            sent(&base),
+            0,
+            "the base probe moved to the newest controller"
+        );
+        drop(second);
     }
 
     #[test]

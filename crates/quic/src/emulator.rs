@@ -16,16 +16,20 @@
 //! client. A client's index is its class at a fair queue (`Queued::class`), so
 //! [`QdiscConfig::Fq`] separates clients. Datagrams that reach an upstream socket from anyone
 //! but the server are dropped and counted ([`EmulatorStats::unknown_dropped`]). At most
-//! [`MAX_CLIENTS`] clients are accepted; datagrams from further senders are dropped and counted
-//! ([`EmulatorStats::clients_refused`]). Only loopback addresses are accepted.
+//! [`MAX_CLIENTS`] clients have a slot at once; datagrams from further senders are dropped and
+//! counted ([`EmulatorStats::clients_refused`]). A client's slot (its upstream socket and its
+//! class) expires once no datagram has passed either way for [`EmulatorConfig::client_idle`]
+//! ([`DEFAULT_CLIENT_IDLE`], 30 s) and the links hold none of its datagrams
+//! ([`EmulatorStats::clients_expired`]); its sender is a new client if it comes back. Only
+//! loopback addresses are accepted.
 //!
 //! # Memory
 //!
 //! What the emulator holds is bounded whatever its clients send. Per client: an upstream
 //! socket, its poll entry and its class at a fair queue, for at most [`MAX_CLIENTS`] clients,
-//! kept until the emulator stops. In its links: the queue is bounded by the link's buffer as
-//! configured, and whatever the configuration (a buffer of a million packets, a long fat path)
-//! the links hold at most [`MAX_HELD_DATAGRAMS`] datagrams and [`MAX_HELD_BYTES`] payload
+//! kept until the client has been idle for [`EmulatorConfig::client_idle`]. In its links: the
+//! queue is bounded by the link's buffer as configured, and whatever the configuration (a
+//! buffer of a million packets, a long fat path) the links hold at most [`MAX_HELD_DATAGRAMS`] datagrams and [`MAX_HELD_BYTES`] payload
 //! bytes, each datagram in an allocation of its own size freed when it leaves; a datagram
 //! beyond that is dropped before its link sees it, counted
 //! ([`DirectionStats::dropped_memory`]), and makes the run invalid. The slots and the event
@@ -114,8 +118,11 @@ use std::time::{Duration, Instant};
 
 /// Socket buffer size the emulator asks for on every socket (receive and send), bytes.
 pub const SOCKET_BUFFER_BYTES: usize = 8 << 20;
-/// Most clients (distinct senders to `listen`) the emulator relays for.
+/// Most clients (distinct senders to `listen`) the emulator relays for at once.
 pub const MAX_CLIENTS: usize = 256;
+/// Default of [`EmulatorConfig::client_idle`]: the idle timeout of `kleinrock serve` (noq's
+/// default, 30 s), after which the server has forgotten a silent client's connection anyway.
+pub const DEFAULT_CLIENT_IDLE: Duration = Duration::from_secs(30);
 /// Most datagrams the emulator holds in its two links at once (waiting, in transmission or
 /// propagating); a datagram beyond it is dropped before it enters its link and counted
 /// ([`DirectionStats::dropped_memory`]).
@@ -155,6 +162,9 @@ pub struct EmulatorConfig {
     /// Seed of the links' loss and jitter generators (streams as in the simulator: link 0 is
     /// `forward`, link 1 is `reverse`).
     pub seed: u64,
+    /// How long a client may stay silent (no datagram either way, none in the links) before
+    /// its slot expires.
+    pub client_idle: Duration,
 }
 
 /// Why the emulator could not start.
@@ -257,9 +267,13 @@ pub struct EmulatorStats {
     pub forward: DirectionStats,
     /// Server to clients.
     pub reverse: DirectionStats,
-    /// Clients seen, in order of their first datagram (a client's index is its class).
+    /// The clients with a slot now, by slot (a client's slot is its class).
     pub clients: Vec<ClientInfo>,
-    /// Datagrams from new senders refused because [`MAX_CLIENTS`] clients exist.
+    /// Clients that ever had a slot.
+    pub clients_seen: u64,
+    /// Slots that expired (their client idle for [`EmulatorConfig::client_idle`]).
+    pub clients_expired: u64,
+    /// Datagrams from new senders refused because [`MAX_CLIENTS`] clients had a slot.
     pub clients_refused: u64,
     /// Datagrams that reached an upstream socket from an address other than the server.
     pub unknown_dropped: u64,
@@ -799,6 +813,10 @@ struct Client {
     addr: SocketAddr,
     upstream: UdpSocket,
     upstream_addr: SocketAddr,
+    /// When a datagram from or to it last arrived, ns.
+    last_active_ns: u64,
+    /// Its datagrams in the links now.
+    held: u32,
 }
 
 /// A datagram in a link: its bytes (allocated to its size, freed when it leaves, so that
@@ -832,9 +850,18 @@ struct Relay {
     server: SocketAddr,
     control: UnixDatagram,
     replies: mpsc::Sender<(u64, EmulatorStats)>,
-    clients: Vec<Client>,
+    /// The client slots (a slot's index is its client's class); `None` is free.
+    clients: Vec<Option<Client>>,
+    /// Free slots.
+    free_clients: Vec<u32>,
     by_addr: HashMap<SocketAddr, u32>,
-    /// `[control, listen, upstream of client 0, client 1, ...]`.
+    client_idle_ns: u64,
+    /// When the slots were last looked at for expiry, ns.
+    last_sweep_ns: u64,
+    clients_seen: u64,
+    clients_expired: u64,
+    /// `[control, listen, upstream of slot 0, slot 1, ...]`; a free slot's fd is -1 (ignored
+    /// by poll).
     fds: Vec<libc::pollfd>,
     links: [Link; 2],
     events: EventQueue,
@@ -863,6 +890,8 @@ struct Relay {
     input_wait: Histogram,
     /// Each socket's drop counter, as `fds` (index 0, the control socket, stays 0).
     socket_drops: Vec<u32>,
+    /// The drop counters of the upstream sockets of expired slots.
+    socket_drops_gone: u64,
 }
 
 impl Relay {
@@ -899,7 +928,12 @@ impl Relay {
             control,
             replies,
             clients: Vec::new(),
+            free_clients: Vec::new(),
             by_addr: HashMap::new(),
+            client_idle_ns: duration_nanos(config.client_idle),
+            last_sweep_ns: 0,
+            clients_seen: 0,
+            clients_expired: 0,
             fds,
             links,
             events,
@@ -924,6 +958,7 @@ impl Relay {
             model_ns: 0,
             input_wait: Histogram::new(),
             socket_drops: vec![0, 0],
+            socket_drops_gone: 0,
         }
     }
 
@@ -952,9 +987,12 @@ impl Relay {
             }
             // Clients added while draining are polled from the next round on.
             for i in 2..self.fds.len() {
-                if ready(&self.fds[i]) {
+                if ready(&self.fds[i]) && self.clients[i - 2].is_some() {
                     drained &= self.drain_upstream(i - 2);
                 }
+            }
+            if self.now_ns().saturating_sub(self.last_sweep_ns) >= self.sweep_every_ns() {
+                self.expire_idle_clients();
             }
             // The model may run to now only when no datagram is left unread: one still in a
             // socket may have arrived before now, and must enter before later events run.
@@ -992,10 +1030,12 @@ impl Relay {
     /// `None` when there is nothing more to read now.
     fn read(&mut self, i: usize) -> Option<Received> {
         loop {
-            let socket = if i == 1 {
-                &self.listen
-            } else {
-                &self.clients[i - 2].upstream
+            let socket = match i {
+                1 => &self.listen,
+                _ => match &self.clients[i - 2] {
+                    Some(c) => &c.upstream,
+                    None => return None,
+                },
             };
             match receive(socket, &mut self.buf) {
                 Ok(r) => {
@@ -1036,6 +1076,7 @@ impl Relay {
                 self.clients_refused += 1;
                 continue;
             };
+            self.touch(client);
             self.enter(FORWARD, client, r.len, r.from.is_ipv6(), at);
         }
         false
@@ -1054,9 +1095,46 @@ impl Relay {
                 continue;
             }
             let at = self.arrival_time(r.waited_ns());
+            self.touch(client as u32);
             self.enter(REVERSE, client as u32, r.len, r.from.is_ipv6(), at);
         }
         false
+    }
+
+    /// A datagram from or to `client` arrived now.
+    fn touch(&mut self, client: u32) {
+        let now = self.now_ns();
+        if let Some(c) = &mut self.clients[client as usize] {
+            c.last_active_ns = now;
+        }
+    }
+
+    /// How often the slots are looked at for expiry: a quarter of the idle time, at most once
+    /// a second (and whenever a new client finds them all taken).
+    fn sweep_every_ns(&self) -> u64 {
+        (self.client_idle_ns / 4).min(1_000_000_000)
+    }
+
+    /// Frees the slots of clients idle for `client_idle` with nothing in the links: their
+    /// upstream sockets close, and their senders are new clients if they come back.
+    fn expire_idle_clients(&mut self) {
+        let now = self.now_ns();
+        self.last_sweep_ns = now;
+        for i in 0..self.clients.len() {
+            let idle = self.clients[i].as_ref().is_some_and(|c| {
+                c.held == 0 && now.saturating_sub(c.last_active_ns) >= self.client_idle_ns
+            });
+            if !idle {
+                continue;
+            }
+            if let Some(c) = self.clients[i].take() {
+                self.by_addr.remove(&c.addr);
+                self.fds[i + 2].fd = -1;
+                self.fds[i + 2].revents = 0;
+                self.free_clients.push(i as u32);
+                self.clients_expired += 1;
+            }
+        }
     }
 
     /// The index of the client at `addr`, creating it (and its upstream socket) if new.
@@ -1064,8 +1142,11 @@ impl Relay {
         if let Some(&c) = self.by_addr.get(&addr) {
             return Some(c);
         }
-        if self.clients.len() >= MAX_CLIENTS {
-            return None;
+        if self.by_addr.len() >= MAX_CLIENTS {
+            self.expire_idle_clients();
+            if self.by_addr.len() >= MAX_CLIENTS {
+                return None;
+            }
         }
         let ip = match self.server.ip() {
             IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -1083,15 +1164,32 @@ impl Relay {
             self.io_errors += 1;
             return None;
         };
-        let c = self.clients.len() as u32;
-        self.fds.push(pollfd(&upstream));
-        self.socket_drops.push(0);
-        self.clients.push(Client {
+        let entry = pollfd(&upstream);
+        let client = Client {
             addr,
             upstream,
             upstream_addr,
-        });
+            last_active_ns: self.now_ns(),
+            held: 0,
+        };
+        let c = match self.free_clients.pop() {
+            Some(c) => {
+                self.fds[c as usize + 2] = entry;
+                // The kernel's drop counter is the new socket's.
+                self.socket_drops_gone += u64::from(self.socket_drops[c as usize + 2]);
+                self.socket_drops[c as usize + 2] = 0;
+                self.clients[c as usize] = Some(client);
+                c
+            }
+            None => {
+                self.fds.push(entry);
+                self.socket_drops.push(0);
+                self.clients.push(Some(client));
+                (self.clients.len() - 1) as u32
+            }
+        };
         self.by_addr.insert(addr, c);
+        self.clients_seen += 1;
         Some(c)
     }
 
@@ -1125,6 +1223,9 @@ impl Relay {
         let d = &mut self.dirs[dir].stats;
         match admission {
             Admission::Accepted => {
+                if let Some(c) = &mut self.clients[client as usize] {
+                    c.held += 1;
+                }
                 self.held += 1;
                 self.held_bytes += n as u64;
                 self.held_peak = self.held_peak.max(self.held);
@@ -1177,25 +1278,28 @@ impl Relay {
         let slot = &mut self.slab[p as usize];
         // Freed when this function returns.
         let data = std::mem::take(&mut slot.data);
-        let client = &self.clients[slot.client as usize];
         self.held -= 1;
         self.held_bytes -= data.len() as u64;
-        let sent = if dir == FORWARD {
-            client.upstream.send_to(&data, self.server)
-        } else {
-            self.listen.send_to(&data, client.addr)
-        };
-        let n = data.len();
-        let ipv6 = if dir == FORWARD {
-            self.server.is_ipv6()
-        } else {
-            client.addr.is_ipv6()
-        };
         self.free.push(p);
+        let n = data.len();
+        // A client with datagrams in the links keeps its slot (see `expire_idle_clients`).
+        let sent = match self.clients[slot.client as usize].as_mut() {
+            Some(client) => {
+                client.held -= 1;
+                if dir == FORWARD {
+                    let ipv6 = self.server.is_ipv6();
+                    client.upstream.send_to(&data, self.server).map(|_| ipv6)
+                } else {
+                    let ipv6 = client.addr.is_ipv6();
+                    self.listen.send_to(&data, client.addr).map(|_| ipv6)
+                }
+            }
+            None => Err(io::Error::other("the client's slot expired")),
+        };
         let d = &mut self.dirs[dir];
         d.stats.delivery_lateness.record(now.saturating_sub(due));
         match sent {
-            Ok(_) => {
+            Ok(ipv6) => {
                 let wire = u64::from(wire_bytes(n, ipv6));
                 d.stats.datagrams_out += 1;
                 d.stats.bytes_out += n as u64;
@@ -1226,7 +1330,8 @@ impl Relay {
         let reverse = dir_stats(REVERSE);
         let bound = self.bound.as_nanos() as f64;
         let within = |h: &Histogram| h.quantile(0.99).unwrap_or(0.0) <= bound;
-        let socket_drops = self.socket_drops.iter().map(|&d| u64::from(d)).sum();
+        let socket_drops =
+            self.socket_drops_gone + self.socket_drops.iter().map(|&d| u64::from(d)).sum::<u64>();
         let valid = within(&self.lateness)
             && within(&self.input_wait)
             && within(&forward.delivery_lateness)
@@ -1241,11 +1346,14 @@ impl Relay {
             clients: self
                 .clients
                 .iter()
+                .flatten()
                 .map(|c| ClientInfo {
                     addr: c.addr,
                     upstream: c.upstream_addr,
                 })
                 .collect(),
+            clients_seen: self.clients_seen,
+            clients_expired: self.clients_expired,
             clients_refused: self.clients_refused,
             unknown_dropped: self.unknown_dropped,
             held_peak_datagrams: self.held_peak,
@@ -1314,6 +1422,7 @@ mod tests {
             forward: link(10.0),
             reverse: link(10.0),
             seed: 0,
+            client_idle: DEFAULT_CLIENT_IDLE,
         };
         assert!(check_config(&ok).is_ok());
         let mut c = ok.clone();

@@ -18,7 +18,7 @@
 //! The server's certificate is self-signed, made at start-up with rcgen for `localhost`; the
 //! client trusts exactly that certificate. Only loopback addresses are accepted.
 
-use crate::adapter::{CcFactory, CcProbe};
+use crate::adapter::{CcCounters, CcFactory, CcProbe};
 use crate::emulator::IPV4_UDP_HEADER;
 use crate::limits::{WindowBudget, MIN_CONNECTION_WINDOW};
 use crate::stamps::{StampStats, StampedSocket, Stamps, ALPN_STAMPED, TRAILER_LEN};
@@ -29,10 +29,11 @@ use noq::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use noq::{
     ClientConfig, EndpointConfig, MtuDiscoveryConfig, ServerConfig, TransportConfig, VarInt,
 };
+use std::collections::VecDeque;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -70,6 +71,19 @@ pub const DEFAULT_MAX_STREAMS: u32 = 8;
 pub const DEFAULT_CONNECTION_WINDOW: u64 = 16 << 20;
 /// Default of [`ServeOptions::window_budget`].
 pub const DEFAULT_WINDOW_BUDGET: u64 = 128 << 20;
+/// Default of [`ServeOptions::retry_above`].
+pub const DEFAULT_RETRY_ABOVE: usize = 64;
+/// Default of [`ServeOptions::max_handshakes`].
+pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
+/// How long a handshake may take before the server gives it up (noq would keep it for its
+/// idle timeout, 30 s): three probe timeouts of a lossy 1 s path, and Retry's extra round trip.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long noq keeps a handshake the server gave up (or that failed) before it drops it: its
+/// closing period, three probe timeouts of about 1 s each before any RTT sample (RFC 9002's
+/// 333 ms initial RTT), and a margin.
+const FAILED_HANDSHAKE_DRAIN: Duration = Duration::from_secs(4);
+/// Connections [`ServerHandle::connections`] reports, the newest.
+pub const RECENT_CONNECTIONS: usize = 32;
 /// Most connection attempts noq keeps waiting for the server to accept or refuse them (it
 /// refuses further ones itself), and the bytes it buffers for each and for all of them.
 const MAX_INCOMING: usize = 1024;
@@ -342,6 +356,14 @@ pub struct ServeOptions {
     /// (see [`crate::limits`]): each direction's buffers together stay within
     /// `window_budget + max_connections x MIN_CONNECTION_WINDOW`.
     pub window_budget: u64,
+    /// Handshakes with addresses not validated (a first Initial, without a Retry token) kept
+    /// under way at once; a further first Initial is answered with Retry, which costs the
+    /// server no state, and its client comes back with its address validated.
+    pub retry_above: usize,
+    /// Handshakes kept under way at once, validated or not; a further Initial is dropped
+    /// without an answer. Each handshake holds about 70 kB until it completes, fails or is
+    /// given up after [`HANDSHAKE_TIMEOUT`].
+    pub max_handshakes: usize,
 }
 
 impl ServeOptions {
@@ -357,6 +379,8 @@ impl ServeOptions {
             max_streams: DEFAULT_MAX_STREAMS,
             connection_window: DEFAULT_CONNECTION_WINDOW,
             window_budget: DEFAULT_WINDOW_BUDGET,
+            retry_above: DEFAULT_RETRY_ABOVE,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
         }
     }
 
@@ -380,6 +404,7 @@ pub struct ServerHandle {
     stamps: Arc<Stamps>,
     counts: Arc<Counts>,
     budget: Arc<WindowBudget>,
+    recent: Arc<Recent>,
 }
 
 /// What the accept loop counts.
@@ -389,8 +414,114 @@ struct Counts {
     connections: AtomicU64,
     /// Connection attempts refused because `max_connections` were being served.
     refused: AtomicU64,
+    /// Connection attempts refused because a connection with their address was under way.
+    refused_same_address: AtomicU64,
     /// Connections being served now (handshakes included).
     open: AtomicU64,
+    /// Handshakes under way now, and those of them with an address not validated.
+    handshakes: AtomicU64,
+    unvalidated: AtomicU64,
+    /// The most of those at once.
+    peak_handshakes: AtomicU64,
+    peak_unvalidated: AtomicU64,
+    /// Initials answered with Retry.
+    retries: AtomicU64,
+    /// Initials dropped because `max_handshakes` were under way.
+    dropped_handshakes: AtomicU64,
+    /// Handshakes given up after [`HANDSHAKE_TIMEOUT`].
+    handshake_timeouts: AtomicU64,
+}
+
+/// One connection as [`ServerHandle::connections`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionReport {
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The ALPN protocol agreed on.
+    pub alpn: String,
+    /// Whether the connection carries datagram timestamps (`kleinrock-ts`).
+    pub timestamps: bool,
+    /// Whether it is still open.
+    pub open: bool,
+    /// Its controller's counters (at its end, for one that ended).
+    pub counters: CcCounters,
+    /// What a reader of its counters should know (see [`CcFactory::warnings`]).
+    pub warnings: Vec<String>,
+}
+
+/// The newest [`RECENT_CONNECTIONS`] connections, oldest first.
+#[derive(Debug, Default)]
+struct Recent {
+    entries: Mutex<VecDeque<RecentEntry>>,
+    next_id: AtomicU64,
+}
+
+#[derive(Debug)]
+struct RecentEntry {
+    id: u64,
+    peer: SocketAddr,
+    alpn: String,
+    timestamps: bool,
+    /// The connection's factory while it is open; its counters and warnings once it ended
+    /// (so that the controller it observed can be dropped).
+    live: Option<CcFactory>,
+    ended: Option<(CcCounters, Vec<String>)>,
+}
+
+impl Recent {
+    fn add(&self, peer: SocketAddr, alpn: String, timestamps: bool, factory: CcFactory) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= RECENT_CONNECTIONS {
+            entries.pop_front();
+        }
+        entries.push_back(RecentEntry {
+            id,
+            peer,
+            alpn,
+            timestamps,
+            live: Some(factory),
+            ended: None,
+        });
+        id
+    }
+
+    fn ended(&self, id: u64) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = entries.iter_mut().find(|e| e.id == id) {
+            if let Some(factory) = e.live.take() {
+                let counters = factory.probe().sample().map(|s| s.counters);
+                let counters = counters.unwrap_or_default();
+                e.ended = Some((counters, factory.warnings_for(&counters)));
+            }
+        }
+    }
+
+    fn reports(&self) -> Vec<ConnectionReport> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries
+            .iter()
+            .map(|e| {
+                let (counters, warnings) = match (&e.live, &e.ended) {
+                    (Some(factory), _) => {
+                        let c = factory.probe().sample().map(|s| s.counters);
+                        let c = c.unwrap_or_default();
+                        (c, factory.warnings_for(&c))
+                    }
+                    (None, Some(ended)) => ended.clone(),
+                    (None, None) => Default::default(),
+                };
+                ConnectionReport {
+                    peer: e.peer,
+                    alpn: e.alpn.clone(),
+                    timestamps: e.timestamps,
+                    open: e.live.is_some(),
+                    counters,
+                    warnings,
+                }
+            })
+            .collect()
+    }
 }
 
 /// What a server counted.
@@ -405,6 +536,21 @@ pub struct ServerStats {
     pub refused_connections: u64,
     /// Connections being served now, handshakes included.
     pub open_connections: u64,
+    /// Connection attempts refused (CONNECTION_REFUSED) because a handshake or connection
+    /// with the same address was under way (one connection per address).
+    pub refused_same_address: u64,
+    /// Handshakes under way now, and of those with an address not validated.
+    pub handshakes: u64,
+    pub unvalidated_handshakes: u64,
+    /// The most handshakes under way at once, and with an address not validated.
+    pub peak_handshakes: u64,
+    pub peak_unvalidated_handshakes: u64,
+    /// Initials answered with Retry ([`ServeOptions::retry_above`]).
+    pub retries: u64,
+    /// Initials dropped without an answer ([`ServeOptions::max_handshakes`]).
+    pub dropped_handshakes: u64,
+    /// Handshakes given up after [`HANDSHAKE_TIMEOUT`].
+    pub handshake_timeouts: u64,
     /// Datagrams and timestamps at the server's socket; `stray_datagrams` are those from
     /// addresses that never had a connection, which QUIC dropped.
     pub datagrams: StampStats,
@@ -443,13 +589,29 @@ impl ServerHandle {
 
     /// What the server counted so far.
     pub fn stats(&self) -> ServerStats {
+        let c = &self.counts;
+        let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
         ServerStats {
-            connections: self.counts.connections.load(Ordering::Relaxed),
+            connections: get(&c.connections),
             stamped_connections: self.stamps.stamped_peers(),
-            refused_connections: self.counts.refused.load(Ordering::Relaxed),
-            open_connections: self.counts.open.load(Ordering::Relaxed),
+            refused_connections: get(&c.refused),
+            open_connections: get(&c.open),
+            refused_same_address: get(&c.refused_same_address),
+            handshakes: get(&c.handshakes),
+            unvalidated_handshakes: get(&c.unvalidated),
+            peak_handshakes: get(&c.peak_handshakes),
+            peak_unvalidated_handshakes: get(&c.peak_unvalidated),
+            retries: get(&c.retries),
+            dropped_handshakes: get(&c.dropped_handshakes),
+            handshake_timeouts: get(&c.handshake_timeouts),
             datagrams: self.stamps.stats(),
         }
+    }
+
+    /// The newest [`RECENT_CONNECTIONS`] connections whose handshake completed, oldest first,
+    /// each with its own controller's counters.
+    pub fn connections(&self) -> Vec<ConnectionReport> {
+        self.recent.reports()
     }
 
     /// Closes every connection, stops accepting, and waits until the port is free again.
@@ -594,53 +756,65 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
     tls_config.alpn_protocols = alpn_protocols(opts.timestamps, true);
     let crypto = QuicServerConfig::try_from(tls_config).map_err(tls)?;
     let mut server_config = ServerConfig::with_crypto(Arc::new(crypto));
+    // Each connection gets a transport of its own (its controller's factory), made by the
+    // accept loop; this one only serves what noq does before it (Retry, refusals).
     server_config
-        .transport_config(Arc::new(serving_transport(&opts)?))
+        .transport_config(Arc::new(serving_transport(&opts, &opts.factory)?))
         .max_incoming(MAX_INCOMING)
         .incoming_buffer_size(INCOMING_BUFFER)
-        .incoming_buffer_size_total(INCOMING_BUFFER_TOTAL);
+        .incoming_buffer_size_total(INCOMING_BUFFER_TOTAL)
+        // A connection is known by its client's address (datagram timestamps, the
+        // anti-amplification budget): a client may not move to another.
+        .migration(false);
 
     let socket = udp_socket(opts.addr, opts.socket_buffer)?;
     let socket_buffers = socket_buffers(&socket);
-    let stamps = Stamps::new(Some(opts.factory.owd_feed()));
-    let endpoint = new_endpoint(socket, stamps.clone(), Some(server_config))?;
+    let stamps = Stamps::server();
+    let endpoint = new_endpoint(socket, stamps.clone(), Some(server_config.clone()))?;
     let addr = endpoint
         .local_addr()
         .map_err(io("reading the server address"))?;
     let counts = Arc::new(Counts::default());
     let budget = WindowBudget::new(opts.window_budget, opts.max_window());
+    let recent = Arc::new(Recent::default());
+    let probe = opts.factory.probe();
     let accept = tokio::spawn(accept_loop(
         endpoint.clone(),
-        stamps.clone(),
-        counts.clone(),
-        budget.clone(),
-        opts.max_connections,
+        Shared {
+            opts: Arc::new(opts),
+            config: server_config,
+            stamps: stamps.clone(),
+            counts: counts.clone(),
+            budget: budget.clone(),
+            recent: recent.clone(),
+        },
     ));
     Ok(ServerHandle {
         endpoint: Some(endpoint),
         accept: Some(accept),
         addr,
-        probe: opts.factory.probe(),
+        probe,
         cert_der,
         cert_pem,
         socket_buffers,
         stamps,
         counts,
         budget,
+        recent,
     })
 }
 
-/// The server's transport: the sending transport with the per-connection limits. Every
-/// connection starts with the minimum windows; [`accept_loop`] grants it more from the
-/// budget once its handshake is complete. The server takes no QUIC datagrams (its timestamps
-/// ride in UDP trailers), so none are buffered.
-fn serving_transport(opts: &ServeOptions) -> Result<TransportConfig, Error> {
-    if opts.max_connections == 0 || opts.max_streams == 0 {
+/// The server's transport for connections whose controllers `factory` builds: the sending
+/// transport with the per-connection limits. Every connection starts with the minimum windows;
+/// [`accept_loop`] grants it more from the budget once its handshake is complete. The server
+/// takes no QUIC datagrams (its timestamps ride in UDP trailers), so none are buffered.
+fn serving_transport(opts: &ServeOptions, factory: &CcFactory) -> Result<TransportConfig, Error> {
+    if opts.max_connections == 0 || opts.max_streams == 0 || opts.max_handshakes == 0 {
         return Err(Error::Connection(
-            "a server needs at least one connection and one stream".into(),
+            "a server needs at least one connection, one handshake and one stream".into(),
         ));
     }
-    let mut t = sending_transport(&opts.factory, opts.timestamps, opts.receive_window)?;
+    let mut t = sending_transport(factory, opts.timestamps, opts.receive_window)?;
     t.send_window(MIN_CONNECTION_WINDOW)
         .receive_window(VarInt::from_u32(MIN_CONNECTION_WINDOW as u32))
         .max_concurrent_bidi_streams(VarInt::from_u32(opts.max_streams))
@@ -648,48 +822,156 @@ fn serving_transport(opts: &ServeOptions) -> Result<TransportConfig, Error> {
     Ok(t)
 }
 
-/// Accepts connections while fewer than `max_connections` are being served and refuses the
-/// others; each one served gets its windows from `budget`, and memory freed when connections
-/// end is given back to the system.
-async fn accept_loop(
-    endpoint: noq::Endpoint,
+/// What the accept loop and its connections share with the server's handle.
+struct Shared {
+    opts: Arc<ServeOptions>,
+    /// The endpoint's server configuration, which each connection's copies with its own
+    /// transport.
+    config: ServerConfig,
     stamps: Arc<Stamps>,
     counts: Arc<Counts>,
     budget: Arc<WindowBudget>,
-    max_connections: usize,
-) {
+    recent: Arc<Recent>,
+}
+
+/// What the accept loop does with a connection attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Admission {
+    /// Start the handshake.
+    Accept,
+    /// CONNECTION_REFUSED: `max_connections` are being served.
+    Refuse,
+    /// Answer with Retry: `retry_above` handshakes with addresses not validated are under way.
+    Retry,
+    /// No answer: `max_handshakes` are under way.
+    Drop,
+}
+
+/// The accept loop's rule for an attempt whose address is `validated` (or not) when `open`
+/// connections and `handshakes` handshakes, `unvalidated` of them not validated, are under
+/// way.
+fn admit(
+    opts: &ServeOptions,
+    validated: bool,
+    open: u64,
+    handshakes: u64,
+    unvalidated: u64,
+) -> Admission {
+    if open >= opts.max_connections as u64 {
+        Admission::Refuse
+    } else if handshakes >= opts.max_handshakes as u64 {
+        Admission::Drop
+    } else if !validated && unvalidated >= opts.retry_above as u64 {
+        Admission::Retry
+    } else {
+        Admission::Accept
+    }
+}
+
+/// Accepts connections while fewer than `max_connections` are being served and refuses the
+/// others, keeps the handshakes under way within `retry_above` (unvalidated) and
+/// `max_handshakes` (all), and serves one connection per client address; each connection
+/// gets a controller of its own, with its own timestamp feed, and its windows from the budget.
+/// Memory freed when connections end is given back to the system.
+async fn accept_loop(endpoint: noq::Endpoint, shared: Shared) {
+    let shared = Arc::new(shared);
     let mut connections = JoinSet::new();
     let ended = Arc::new(tokio::sync::Notify::new());
     // In the same set, so that it stops with the loop.
     connections.spawn(trim_after_connections(ended.clone()));
+    let counts = &shared.counts;
     while let Some(incoming) = endpoint.accept().await {
         while connections.try_join_next().is_some() {}
-        if counts.open.load(Ordering::Relaxed) >= max_connections as u64 {
-            counts.refused.fetch_add(1, Ordering::Relaxed);
+        let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        let validated = incoming.remote_address_validated();
+        match admit(
+            &shared.opts,
+            validated,
+            get(&counts.open),
+            get(&counts.handshakes),
+            get(&counts.unvalidated),
+        ) {
+            Admission::Accept => {}
+            Admission::Refuse => {
+                counts.refused.fetch_add(1, Ordering::Relaxed);
+                incoming.refuse();
+                continue;
+            }
+            Admission::Retry => {
+                counts.retries.fetch_add(1, Ordering::Relaxed);
+                // Cannot fail: an Incoming whose address is not validated may be retried.
+                if let Err(e) = incoming.retry() {
+                    e.into_incoming().ignore();
+                }
+                continue;
+            }
+            Admission::Drop => {
+                counts.dropped_handshakes.fetch_add(1, Ordering::Relaxed);
+                incoming.ignore();
+                continue;
+            }
+        }
+        let peer = incoming.remote_address();
+        let factory = shared.opts.factory.for_connection();
+        if !shared.stamps.begin(peer, Some(factory.owd_feed())) {
+            counts.refused_same_address.fetch_add(1, Ordering::Relaxed);
             incoming.refuse();
             continue;
         }
-        let (stamps, counts, budget, ended) = (
-            stamps.clone(),
-            counts.clone(),
-            budget.clone(),
-            ended.clone(),
-        );
+        if validated {
+            shared.stamps.validated(peer);
+        }
         counts.open.fetch_add(1, Ordering::Relaxed);
+        let handshakes = counts.handshakes.fetch_add(1, Ordering::Relaxed) + 1;
+        counts
+            .peak_handshakes
+            .fetch_max(handshakes, Ordering::Relaxed);
+        if !validated {
+            let unvalidated = counts.unvalidated.fetch_add(1, Ordering::Relaxed) + 1;
+            counts
+                .peak_unvalidated
+                .fetch_max(unvalidated, Ordering::Relaxed);
+        }
+        let (shared, ended) = (shared.clone(), ended.clone());
         connections.spawn(async move {
-            let peer = incoming.remote_address();
-            if let Some((conn, protocol)) = handshake(incoming, &stamps).await {
+            let counts = &shared.counts;
+            let done =
+                tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(incoming, &shared, &factory))
+                    .await;
+            let done = done.unwrap_or_else(|_| {
+                counts.handshake_timeouts.fetch_add(1, Ordering::Relaxed);
+                None
+            });
+            if done.is_none() {
+                // A handshake that failed or was given up holds its memory until noq drops it
+                // after its closing period; it counts until then.
+                shared.stamps.closed(peer);
+                tokio::time::sleep(FAILED_HANDSHAKE_DRAIN).await;
+            }
+            counts.handshakes.fetch_sub(1, Ordering::Relaxed);
+            if !validated {
+                counts.unvalidated.fetch_sub(1, Ordering::Relaxed);
+            }
+            if let Some((conn, protocol, alpn)) = done {
                 counts.connections.fetch_add(1, Ordering::Relaxed);
+                let stamped = alpn == ALPN_STAMPED;
+                let id = shared.recent.add(
+                    peer,
+                    String::from_utf8_lossy(&alpn).into_owned(),
+                    stamped,
+                    factory,
+                );
                 let handle = conn.weak_handle();
                 let windows = handle.clone();
-                let share = budget.join(Box::new(move |w| {
+                let share = shared.budget.join(Box::new(move |w| {
                     if let Some(c) = windows.upgrade() {
                         c.set_send_window(w);
                         c.set_receive_window(VarInt::from_u64(w).unwrap_or(VarInt::MAX));
                     }
                 }));
                 serve_connection(conn, protocol).await;
-                stamps.closed(peer);
+                shared.stamps.closed(peer);
+                shared.recent.ended(id);
                 // Its place and its grant are free once noq has dropped the connection and the
                 // bytes it buffered (after the closing period), not before.
                 gone(&handle).await;
@@ -738,29 +1020,32 @@ enum Protocol {
     HqInterop,
 }
 
-/// Completes a server handshake. A client that agreed on `kleinrock-ts` is stamped, and its
-/// trailers taken off, as soon as the ALPN is known (before it can stamp; the stamps layer keeps
-/// trailers within the anti-amplification limit until the handshake is complete). Whatever an
-/// earlier connection from the same address agreed is forgotten first.
+/// Completes a server handshake with a controller from `factory` (whose feed the stamps layer
+/// has for this peer): the connection, its request protocol and its ALPN. A client that agreed
+/// on `kleinrock-ts` is stamped, and its trailers taken off, as soon as the ALPN is known
+/// (before it can stamp; the stamps layer keeps everything sent within the anti-amplification
+/// limit until the handshake is complete).
 async fn handshake(
     incoming: noq::Incoming,
-    stamps: &Stamps,
-) -> Option<(noq::Connection, Protocol)> {
+    shared: &Shared,
+    factory: &CcFactory,
+) -> Option<(noq::Connection, Protocol, Vec<u8>)> {
     let peer = incoming.remote_address();
-    stamps.reset(peer);
-    let mut connecting = incoming.accept().ok()?;
-    let protocol = alpn(connecting.handshake_data().await.ok());
-    if protocol.as_deref() == Some(ALPN_STAMPED) {
-        stamps.stamp(peer);
+    let mut config = shared.config.clone();
+    config.transport_config(Arc::new(serving_transport(&shared.opts, factory).ok()?));
+    let mut connecting = incoming.accept_with(Arc::new(config)).ok()?;
+    let alpn = alpn(connecting.handshake_data().await.ok()).unwrap_or_default();
+    if alpn == ALPN_STAMPED {
+        shared.stamps.stamp(peer);
     }
     let conn = connecting.await.ok()?;
-    stamps.mark_connected(peer);
-    let protocol = if protocol.as_deref() == Some(ALPN_HQ) {
+    shared.stamps.mark_connected(peer);
+    let protocol = if alpn == ALPN_HQ {
         Protocol::HqInterop
     } else {
         Protocol::Kleinrock
     };
-    Some((conn, protocol))
+    Some((conn, protocol, alpn))
 }
 
 async fn serve_connection(conn: noq::Connection, protocol: Protocol) {
@@ -985,7 +1270,8 @@ impl Client {
             IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
         };
         let socket = udp_socket(SocketAddr::new(local, 0), DEFAULT_SOCKET_BUFFER)?;
-        let stamps = Stamps::new(factory.map(CcFactory::owd_feed));
+        let stamps = Stamps::client();
+        stamps.begin(server, factory.map(CcFactory::owd_feed));
         let endpoint = new_endpoint(socket, stamps.clone(), None)?;
         endpoint.set_default_client_config(client_config(cert_der, opts, factory)?);
         if opts.timestamps {
@@ -1004,7 +1290,7 @@ impl Client {
         if stamped {
             stamps.stamp(server);
         } else {
-            stamps.reset(server);
+            stamps.unstamped(server);
         }
         Ok(Client {
             endpoint,
@@ -1242,6 +1528,39 @@ mod tests {
         until("the end", || server.stats().open_connections == 0).await;
         assert!(server.connection_windows().is_empty());
         server.shutdown().await.expect("released");
+    }
+
+    #[test]
+    fn handshakes_beyond_the_thresholds_are_retried_then_dropped() {
+        use kleinrock_cc::{ControllerConfig, Params};
+        let factory = CcFactory::new("cubic", Params::new(), ControllerConfig::default())
+            .expect("cubic builds");
+        let opts = ServeOptions {
+            max_connections: 100,
+            retry_above: 4,
+            max_handshakes: 10,
+            ..ServeOptions::new(factory)
+        };
+        // (validated, open, handshakes, unvalidated)
+        let cases = [
+            ((false, 0, 0, 0), Admission::Accept),
+            ((false, 3, 3, 3), Admission::Accept),
+            ((false, 4, 4, 4), Admission::Retry),
+            ((true, 4, 4, 4), Admission::Accept),
+            ((true, 9, 9, 4), Admission::Accept),
+            ((true, 10, 10, 4), Admission::Drop),
+            ((false, 10, 10, 4), Admission::Drop),
+            ((true, 100, 0, 0), Admission::Refuse),
+            ((false, 50, 5, 0), Admission::Accept),
+        ];
+        for ((validated, open, handshakes, unvalidated), expected) in cases {
+            assert_eq!(
+                admit(&opts, validated, open, handshakes, unvalidated),
+                expected,
+                "validated {validated}, {open} open, {handshakes} handshakes, {unvalidated} \
+                 unvalidated"
+            );
+        }
     }
 
     #[test]

@@ -117,6 +117,7 @@ fn config(server: SocketAddr, forward: LinkConfig, reverse: LinkConfig) -> Emula
         forward,
         reverse,
         seed: 1,
+        client_idle: emulator::DEFAULT_CLIENT_IDLE,
     }
 }
 
@@ -626,4 +627,77 @@ fn clients_beyond_the_limit_are_refused() {
     assert_eq!(stats.clients.len(), emulator::MAX_CLIENTS);
     assert_eq!(stats.clients_refused, 4);
     assert_eq!(stats.forward.datagrams_in, emulator::MAX_CLIENTS as u64);
+}
+
+/// Senders that go silent give their slots back after the idle time: after 300 one-datagram
+/// senders (256 slots, 44 refused), a new client is served both ways, and a client that keeps
+/// sending keeps its slot.
+#[test]
+fn idle_clients_give_their_slots_back() {
+    let _g = serial();
+    let sink = udp();
+    sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let server = sink.local_addr().unwrap();
+    let fast = link("fast", 1000.0, Duration::ZERO, 1000);
+    let idle = Duration::from_millis(400);
+    let emu = emulator::start(EmulatorConfig {
+        client_idle: idle,
+        ..config(server, fast.clone(), fast)
+    })
+    .unwrap();
+    let listen = emu.listen_addr();
+    let mut buf = [0u8; 64];
+    // A client that keeps talking through it all.
+    let steady = udp();
+    let senders: Vec<UdpSocket> = (0..300)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    steady.send_to(b"steady", listen).unwrap();
+    for s in &senders {
+        s.send_to(b"hello", listen).expect("send");
+    }
+    // The steady client talks every 50 ms for twice the idle time.
+    let started = Instant::now();
+    while started.elapsed() < idle * 2 {
+        std::thread::sleep(Duration::from_millis(50));
+        steady.send_to(b"steady", listen).unwrap();
+    }
+    let mut forwarded = 0;
+    sink.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    while sink.recv_from(&mut buf).is_ok() {
+        forwarded += 1;
+    }
+    let stats = emu.stats();
+    assert_eq!(stats.clients_refused, 300 - 255, "{stats:?}");
+    assert!(forwarded >= 256, "forwarded {forwarded}");
+    // A newcomer takes an expired slot and is served both ways.
+    let newcomer = udp();
+    newcomer.send_to(b"new", listen).unwrap();
+    let upstream = loop {
+        let (n, from) = sink.recv_from(&mut buf).expect("the newcomer's datagram");
+        if &buf[..n] == b"new" {
+            break from;
+        }
+    };
+    sink.send_to(b"back", upstream).unwrap();
+    newcomer
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let (n, from) = newcomer.recv_from(&mut buf).expect("the answer");
+    assert_eq!((&buf[..n], from), (&b"back"[..], listen));
+    let stats = emu.shutdown();
+    assert_eq!(
+        stats.clients_expired, 255,
+        "the one-datagram senders: {stats:?}"
+    );
+    assert_eq!(stats.clients_seen, 257);
+    let addrs: Vec<SocketAddr> = stats.clients.iter().map(|c| c.addr).collect();
+    assert_eq!(
+        addrs.len(),
+        2,
+        "the steady client and the newcomer: {addrs:?}"
+    );
+    assert!(addrs.contains(&steady.local_addr().unwrap()));
+    assert!(addrs.contains(&newcomer.local_addr().unwrap()));
 }

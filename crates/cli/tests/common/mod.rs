@@ -4,6 +4,9 @@
 // Each test binary compiles this module and uses a different subset of it.
 #![allow(dead_code)]
 
+pub mod aioquic;
+pub mod rss;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;

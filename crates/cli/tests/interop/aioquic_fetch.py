@@ -5,7 +5,7 @@ Usage: aioquic_fetch.py HOST PORT CAFILE SIZE [--timeout SECONDS]
 Connects to HOST:PORT with server name ``localhost``, trusting only CAFILE,
 offers ALPN ``hq-interop``, sends ``GET /SIZE`` on one bidirectional stream
 and reads the answer to its end. Prints one JSON line
-``{"bytes": N, "sha256": "...", ...}`` and exits 0; on any failure (handshake,
+``{"bytes": N, "sha256": "...", "retried": false, ...}`` and exits 0; on any failure (handshake,
 wrong ALPN, stream reset, connection closed by the peer with an error,
 timeout, short answer) prints a message on stderr and exits 1.
 """
@@ -115,6 +115,8 @@ async def fetch(host: str, port: int, cafile: str, size: int) -> dict[str, Any]:
         "alpn": alpn,
         "handshake_s": round(handshake_s, 4),
         "elapsed_s": round(elapsed_s, 4),
+        # The server answered the first Initial with Retry (address validation).
+        "retried": protocol._quic._retry_count > 0,
     }
 
 
