@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The aioquic release the client runs (exact pin; the newest stable release on PyPI when
@@ -64,6 +65,9 @@ fn venv_ready(venv: &Path) -> bool {
 /// It is built beside its final place and renamed into it, so an interrupted or concurrent
 /// build never leaves a half-made venv where a later run would trust it.
 pub fn venv() -> PathBuf {
+    // One build at a time within a test binary: its tests share the process's building path.
+    static BUILDING: Mutex<()> = Mutex::new(());
+    let _one = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let venv = base.join(format!("aioquic-{AIOQUIC_VERSION}-venv"));
     if venv_ready(&venv) {
