@@ -46,8 +46,11 @@ pub const MAX_IN_FLIGHT: u64 = 1 << 24;
 pub const MAX_TRACE_ROWS: u64 = 10_000_000;
 /// Most points of a sweep grid.
 pub const MAX_SWEEP_POINTS: usize = 10_000;
-/// Most links and flows over all points of a sweep (each point is a scenario of its own).
+/// Most links and flows (after `count`) over all points of a sweep (each point is a scenario
+/// of its own).
 pub const MAX_SWEEP_TABLES: usize = 1_000_000;
+/// Most scenario text a sweep may expand to: points x the file's size, 100 MB.
+pub const MAX_SWEEP_TEXT_BYTES: usize = 100_000_000;
 
 /// A duration within `[min, max]`, else an error in the user's units.
 pub fn duration_within(d: Duration, min: Duration, max: Duration) -> Result<Duration, String> {
@@ -121,7 +124,9 @@ fn show_bytes(b: u64) -> String {
 /// What a field accepts, in the user's words, for errors where the value has the wrong type.
 /// `path` is the field's path (`flows[0].arrivals.count`); `None` for a field not listed.
 pub fn accepted(path: &str) -> Option<&'static str> {
-    let leaf = path.rsplit(['.', '[']).next().unwrap_or(path);
+    // An element of a list is described by its list: `rate_schedule[0]` as `rate_schedule`.
+    let field = path.trim_end_matches(|c: char| c.is_ascii_digit() || c == '[' || c == ']');
+    let leaf = field.rsplit(['.', '[']).next().unwrap_or(field);
     let leaf = leaf.trim_end_matches(']');
     if path.ends_with("arrivals.count") {
         return Some("a whole number from 1 to 1000000");

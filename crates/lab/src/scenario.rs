@@ -406,8 +406,9 @@ pub fn parse(
             ),
         ));
     }
-    let points = expand(&root, sweep.as_ref()).map_err(|(f, m)| err(&f, m))?;
+    let points = expand(&root, sweep.as_ref(), text.len()).map_err(|(f, m)| err(&f, m))?;
     let mut scenarios = Vec::with_capacity(points.len());
+    let mut tables = 0;
     for (point, value) in points {
         let context = context_suffix(&point, &applied);
         let spec: FileSpec = serde_path_to_error::deserialize(value).map_err(|e| {
@@ -420,6 +421,16 @@ pub fn parse(
         })?;
         let mut scenario = resolve(spec, default_name, point.clone())
             .map_err(|(f, m)| err(&f, format!("{m}{context}")))?;
+        tables += scenario.links.len() + scenario.flows.len();
+        if tables > limits::MAX_SWEEP_TABLES {
+            let message = format!(
+                "the points up to this one have more than {} links and flows (after `count`) \
+                 in all; accepted: at most {}",
+                limits::MAX_SWEEP_TABLES,
+                limits::MAX_SWEEP_TABLES
+            );
+            return Err(err("sweep", format!("{message}{context}")));
+        }
         scenario.overrides = applied.clone();
         scenarios.push(scenario);
     }

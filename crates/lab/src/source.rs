@@ -85,7 +85,13 @@ fn string_end(bytes: &[u8], from: usize, delimiter: &[u8]) -> usize {
         if basic && bytes[i] == b'\\' {
             i += 2;
         } else if bytes[i..].starts_with(delimiter) {
-            return i + delimiter.len();
+            // A multi-line string may end with up to two quotes of its own before its closing
+            // delimiter (`"""a""""`).
+            let mut end = i + delimiter.len();
+            while delimiter.len() == 3 && end < bytes.len() && bytes[end] == delimiter[0] {
+                end += 1;
+            }
+            return end.min(i + delimiter.len() + 2);
         } else {
             i += 1;
         }
@@ -155,7 +161,8 @@ mod tests {
             "{e}"
         );
         let quoted = format!(
-            "x = \"{b}\\\"\" # {b}\ny = \"\"\"a\"b{b}\"\"\"\nz = '{b}'\nw = [[1], [2]]",
+            "x = \"{b}\\\"\" # {b}\ny = \"\"\"a\"b{b}\"\"\"\nz = '{b}'\nw = [[1], [2]]\n\
+             u = \"\"\"a\"\"\"\"\nv = \"{b}\"",
             b = "[".repeat(100)
         );
         parse_table(&quoted).expect("brackets in strings and comments do not count");

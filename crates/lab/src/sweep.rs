@@ -2,7 +2,9 @@
 //! (`flows.0.cc`, `links[1].buffer`, `flows.0.params.beta`), and the Cartesian product of a
 //! `[sweep]` table's value lists.
 
-use crate::limits::{MAX_FLOWS, MAX_LINKS, MAX_SWEEP_POINTS, MAX_SWEEP_TABLES};
+use crate::limits::{
+    MAX_FLOWS, MAX_LINKS, MAX_SWEEP_POINTS, MAX_SWEEP_TABLES, MAX_SWEEP_TEXT_BYTES,
+};
 use toml::{Table, Value};
 
 /// The assignments of one sweep point, as `(path, value)` texts.
@@ -162,7 +164,11 @@ pub fn apply_overrides(
 }
 
 /// The grid has at most [`MAX_SWEEP_POINTS`] points, checked before any is built.
-fn check_grid_size(root: &Table, sweep: Option<&Table>) -> Result<(), (String, String)> {
+fn check_grid_size(
+    root: &Table,
+    sweep: Option<&Table>,
+    text_bytes: usize,
+) -> Result<(), (String, String)> {
     let tables =
         ["links", "flows"].map(|k| root.get(k).and_then(Value::as_array).map_or(0, Vec::len));
     for (key, (n, max)) in ["links", "flows"]
@@ -188,6 +194,14 @@ fn check_grid_size(root: &Table, sweep: Option<&Table>) -> Result<(), (String, S
             );
             return Err((format!("sweep.\"{path}\""), message));
         }
+        if points.saturating_mul(text_bytes) > MAX_SWEEP_TEXT_BYTES {
+            let message = format!(
+                "{points} points of a {text_bytes}-byte file would be more than \
+                 {MAX_SWEEP_TEXT_BYTES} bytes of scenario text; accepted: points x file size \
+                 at most {MAX_SWEEP_TEXT_BYTES}"
+            );
+            return Err((format!("sweep.\"{path}\""), message));
+        }
         if points * per_point > MAX_SWEEP_TABLES {
             let message = format!(
                 "{points} points of {per_point} links and flows each would be more than \
@@ -205,8 +219,9 @@ fn check_grid_size(root: &Table, sweep: Option<&Table>) -> Result<(), (String, S
 pub fn expand(
     root: &Table,
     sweep: Option<&Table>,
+    text_bytes: usize,
 ) -> Result<Vec<(SweepPoint, Value)>, (String, String)> {
-    check_grid_size(root, sweep)?;
+    check_grid_size(root, sweep, text_bytes)?;
     let mut base = root.clone();
     base.remove("sweep");
     let mut points: Vec<(SweepPoint, Table)> = vec![(Vec::new(), base)];
@@ -269,7 +284,7 @@ mod tests {
     fn expands_the_cartesian_product() {
         let t = table("a = 1\n[sweep]\na = [1, 2]\nb = [\"x\", \"y\", \"z\"]\n");
         let sweep = t["sweep"].as_table().unwrap().clone();
-        let points = expand(&t, Some(&sweep)).unwrap();
+        let points = expand(&t, Some(&sweep), 0).unwrap();
         assert_eq!(points.len(), 6);
         assert_eq!(label(&points[5].0), "a=2, b=z");
         assert!(points[0].1.get("sweep").is_none());

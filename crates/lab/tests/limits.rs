@@ -180,6 +180,28 @@ fn tables_are_counted_before_they_are_built() {
         "sweep.\"links.0.buffer\"",
         &["points x (links + flows) at most 1000000"],
     );
+    // `count` copies are counted as the points are resolved.
+    let seeds: Vec<String> = (1..=200).map(|i| i.to_string()).collect();
+    let copies = format!(
+        "{}\n[sweep]\nseed = [{}]\n",
+        flow("count = 10000"),
+        seeds.join(", ")
+    );
+    let e = load(&copies).expect_err("2 million flows over the sweep");
+    assert_eq!(e.field, "sweep", "{e}");
+    assert!(e.message.contains("at most 1000000"), "{e}");
+    // A large file is swept less.
+    let long = format!(
+        "description = \"{}\"\n{}\n[sweep]\nseed = [{}]\n",
+        "x".repeat(1_000_000),
+        base(),
+        seeds.join(", ")
+    );
+    refused(
+        &long,
+        "sweep.\"seed\"",
+        &["points x file size at most 100000000"],
+    );
 }
 
 #[test]
@@ -313,4 +335,28 @@ fn dedup(text: &str) -> String {
         out += "\n";
     }
     out
+}
+
+#[test]
+fn a_small_window_bound_never_stalls_a_lossy_transfer() {
+    // A first packet lost by the time threshold while the ones after it are acknowledged left
+    // its record in the window: with max_in_flight 2 or 3 nothing could be sent again.
+    for bound in 1..=4 {
+        let text = base()
+            .replacen("duration = \"10s\"", "duration = \"120s\"", 1)
+            .replacen("rate = \"10Mbps\"", "rate = \"10Mbps\"\nloss = 0.05", 1);
+        let text = with(
+            &text,
+            "[[flows]]",
+            &format!("size = \"300KB\"\nmax_in_flight = {bound}"),
+        );
+        let set = load(&text).expect("valid");
+        let out = kleinrock_lab::runner::run(&set.points[0]);
+        let flow = &out.summary.flows[0];
+        assert_eq!(
+            flow.delivered_bytes, 300_000,
+            "max_in_flight {bound}: {} of 300000 bytes delivered",
+            flow.delivered_bytes
+        );
+    }
 }

@@ -329,3 +329,30 @@ rate = "0.034363Gbps"
         check(text, &set.points[0]);
     }
 }
+
+#[test]
+fn a_run_that_ends_before_its_warm_up_measures_an_empty_window() {
+    // Every flow is done at 2 s, so the run ends there, before the 5 s warm-up.
+    let text = r#"
+duration = "10s"
+warmup = "5s"
+[[links]]
+name = "ab"
+rate = "10Mbps"
+delay = "10ms"
+buffer = "100pkt"
+[[flows]]
+path = ["ab"]
+transport = "datagram"
+app = "cbr"
+rate = "1Mbps"
+stop = "2s"
+"#;
+    let set = parse(text, "early.toml", "early", &[]).expect("valid");
+    check(text, &set.points[0]);
+    let out = run(&set.points[0]);
+    let f = &out.summary.flows[0];
+    assert_eq!((f.active_s, f.loss_rate, f.goodput_bps), (0.0, 0.0, 0.0));
+    assert_eq!(out.result.flows[0].counters.packets_sent, 0);
+    assert_eq!(out.summary.links[0].utilisation, 0.0);
+}

@@ -733,6 +733,11 @@ impl Simulator {
     }
 
     fn finish(mut self, end: u64) -> SimResult {
+        if !self.measuring {
+            // The run ended before the warm-up: the window opens and closes at its end, empty.
+            self.now = end;
+            self.on_warmup();
+        }
         self.absorb_unfinished_transfers();
         let warmup = self.warmup_ns.min(end);
         let links = self
@@ -800,12 +805,16 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
     };
     let active_from = flow.start_ns.max(warmup);
     // A stopped flow is active until its last byte is delivered (its bytes in flight at the
-    // stop still count), like a sized one; a stopped datagram flow until the later of its stop
-    // and its last datagram's arrival.
-    let datagram_stop = match flow.endpoints {
+    // stop still count), like a sized one; a stopped or sized datagram flow until the later of
+    // its stop and its last datagram's arrival.
+    let datagram_stop = match &flow.endpoints {
         Endpoints::Datagram {
-            last_arrival_ns, ..
-        } => flow.stop_ns.map(|s| s.max(last_arrival_ns)),
+            source,
+            last_arrival_ns,
+            ..
+        } if flow.stop_ns.is_some() || source.finished() => {
+            Some(flow.stop_ns.unwrap_or(0).max(*last_arrival_ns))
+        }
         _ => None,
     };
     let active_to = [Some(end), completion, flow.finished_ns(), datagram_stop]

@@ -320,6 +320,8 @@ impl Sender {
         }
         if self.loss_time_ns.is_some_and(|t| t <= now) {
             self.detect_lost(now, stream);
+            // The lost records leave the window (`max_in_flight`) as acknowledged ones do.
+            self.pop_done_records();
         } else if self.pto_deadline().is_some_and(|t| t <= now) {
             self.pto_count += 1;
             self.stats.counters.ptos += 1;
