@@ -173,6 +173,19 @@ fn report(what: &str, s: &EmulatorStats) {
 /// its size, and no datagram waits longer than a full buffer's drain time.
 fn fidelity(mbps: f64) {
     let _g = serial();
+    // A run in which the emulator reports that it fell behind (the host took its core) is
+    // measured once more, saying so; a second such run fails in `judge_timing`.
+    for attempt in 1..=2 {
+        if fidelity_run(mbps, attempt == 2) {
+            return;
+        }
+        eprintln!("fidelity {mbps} Mbps: the emulator fell behind; measuring once more");
+    }
+}
+
+/// One run of [`fidelity`]; `false` if the emulator, at real-time priority, fell behind and
+/// `last` is not set (nothing else is then judged).
+fn fidelity_run(mbps: f64, last: bool) -> bool {
     const PAYLOAD: usize = 1200;
     const BUFFER: u64 = 100;
     let delay = Duration::from_millis(5);
@@ -201,6 +214,9 @@ fn fidelity(mbps: f64) {
     stop.store(true, Ordering::Relaxed);
     let got = rx.join().unwrap();
     report(&format!("fidelity {mbps} Mbps"), &stats);
+    if stats.realtime && !stats.valid && !last {
+        return false;
+    }
 
     // Delivered rate over [1.0 s, 2.5 s] after the source started (the buffer fills within
     // 0.1 s at 10 Mbps), counted in wire bytes like the link.
@@ -273,6 +289,7 @@ fn fidelity(mbps: f64) {
             "p99 one-way delay {p99} ns > {model_max} ns + 1 ms"
         );
     }
+    true
 }
 
 #[test]
