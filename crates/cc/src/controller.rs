@@ -130,7 +130,9 @@ pub struct AckEvent {
 pub enum CongestionKind {
     /// Packets declared lost by packet or time threshold (RFC 9002 §6.1).
     Loss,
-    /// Persistent congestion (RFC 9002 §7.6), QUIC's counterpart of a retransmission timeout.
+    /// Persistent congestion (RFC 9002 §7.6), QUIC's counterpart of a retransmission timeout;
+    /// on a DCCP-like transport, its retransmission timeout (RFC 4341 §5: every packet in
+    /// flight is forgotten, and `in_flight` is 0 afterwards).
     PersistentCongestion,
     /// Packets acknowledged with the ECN-CE mark.
     EcnCe,
@@ -189,6 +191,29 @@ pub trait Controller: Send {
 
     /// Congestion window in bytes. Rate-based controllers may return a large value.
     fn cwnd(&self) -> u64;
+
+    /// The congestion window in packets, for a controller that counts packets (DCCP's CCIDs,
+    /// RFC 4341 §5: "pipe" and cwnd in packets); `None` for one that counts bytes. A
+    /// transport that counts packets sends while the packets in flight are fewer than this.
+    fn cwnd_packets(&self) -> Option<u64> {
+        None
+    }
+
+    /// The Ack Ratio the controller wants the receiver to use: one ACK per this many data
+    /// packets (RFC 4340 §11.3, RFC 4341 §6); `None` leaves the transport's default.
+    fn ack_ratio(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether the window is full ("fully congested", what a multipath scheduler asks before
+    /// it gives a subflow a packet): packets in flight at least [`Controller::cwnd_packets`]
+    /// for a packet-counting controller, else bytes in flight at least [`Controller::cwnd`].
+    fn fully_congested(&self, in_flight_bytes: u64, in_flight_packets: u64) -> bool {
+        match self.cwnd_packets() {
+            Some(cwnd) => in_flight_packets >= cwnd,
+            None => in_flight_bytes >= self.cwnd(),
+        }
+    }
 
     /// Slow-start threshold in bytes, where the algorithm has one.
     fn ssthresh(&self) -> Option<u64> {

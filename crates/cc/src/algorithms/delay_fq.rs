@@ -94,6 +94,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     runtime_params: &[],
     subflows: false,
     rate_based: true,
+    dccp_only: false,
     build,
 };
 

@@ -115,6 +115,7 @@ pub const fn info(build: BuildFn) -> ControllerInfo {
         runtime_params: &[],
         subflows: true,
         rate_based: true,
+        dccp_only: false,
         build,
     }
 }

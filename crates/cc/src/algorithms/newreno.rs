@@ -51,6 +51,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     runtime_params: &[],
     subflows: false,
     rate_based: false,
+    dccp_only: false,
     build,
 };
 

@@ -76,6 +76,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     runtime_params: &[],
     subflows: false,
     rate_based: false,
+    dccp_only: false,
     build: build_quic_dc,
 };
 
@@ -88,6 +89,7 @@ pub const RTT_DC_INFO: ControllerInfo = ControllerInfo {
     runtime_params: &[],
     subflows: false,
     rate_based: false,
+    dccp_only: false,
     build: build_rtt_dc,
 };
 

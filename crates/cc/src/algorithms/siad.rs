@@ -70,6 +70,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     runtime_params: &["num_rtt"],
     subflows: false,
     rate_based: false,
+    dccp_only: false,
     build,
 };
 

@@ -149,6 +149,7 @@ pub const PCC_INFO: ControllerInfo = ControllerInfo {
     runtime_params: &[],
     subflows: false,
     rate_based: true,
+    dccp_only: false,
     build: build_pcc,
 };
 
@@ -163,6 +164,7 @@ pub const INFO: ControllerInfo = ControllerInfo {
     runtime_params: &[],
     subflows: false,
     rate_based: true,
+    dccp_only: false,
     build,
 };
 

@@ -30,6 +30,9 @@ pub struct ControllerInfo {
     /// It is rate-based: it sets a pacing rate and no window of its own (its cwnd is
     /// effectively unlimited), so it only means something to a transport that paces.
     pub rate_based: bool,
+    /// It is a DCCP CCID: it counts packets ([`crate::Controller::cwnd_packets`]) and sets the
+    /// receiver's Ack Ratio, so it runs on the DCCP-like transport only.
+    pub dccp_only: bool,
     /// Constructor.
     pub build: BuildFn,
 }
