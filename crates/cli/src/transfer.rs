@@ -206,6 +206,7 @@ async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
 fn real_header_bytes(s: &Scenario, real: &RealRun) -> u32 {
     let packet = match &s.flows[0].transport {
         FlowTransport::Reliable { transport, .. } => transport.packet_size,
+        FlowTransport::Dccp { transport, .. } => transport.packet_size,
         FlowTransport::Datagram { packet_size, .. } => *packet_size,
     };
     let payload = real.report.bytes as f64 / real.packets_acked.max(1) as f64;
@@ -273,6 +274,8 @@ fn real_summary(
         fq_detection: None,
         delivered_bytes: report.bytes,
         retransmitted_bytes: counters.bytes_lost,
+        latency: None,
+        send_queue: None,
     };
     // The emulator's links live from its start to its shutdown; the run is the transfer, from
     // the client's first packet to the last byte.

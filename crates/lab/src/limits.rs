@@ -39,6 +39,10 @@ pub const MAX_SIZE_BYTES: u64 = 1_000_000_000_000_000;
 pub const MAX_TRANSFERS: u64 = kleinrock_sim::arrivals::MAX_TRANSFERS;
 /// Smallest `packet_size`: 2 bytes (a header of 1 and a payload of 1).
 pub const MIN_PACKET_BYTES: u64 = 2;
+/// Largest DCCP send queue (`tx_qlen`), packets.
+pub const MAX_TX_QLEN: u64 = 10_000;
+/// Largest initial DCCP Ack Ratio.
+pub const MAX_ACK_RATIO: u64 = 10_000;
 /// Largest `max_in_flight`, packets (the default is
 /// [`kleinrock_sim::config::DEFAULT_MAX_IN_FLIGHT`]).
 pub const MAX_IN_FLIGHT: u64 = 1 << 24;
@@ -138,6 +142,8 @@ pub fn accepted(path: &str) -> Option<&'static str> {
         "packet_size" => "a whole number of bytes from 2 to 65535",
         "header_size" => "a whole number of bytes below packet_size",
         "max_in_flight" => "a whole number of packets from 1 to 16777216",
+        "tx_qlen" => "a whole number of packets from 1 to 10000",
+        "ack_ratio" => "a whole number of data packets per ACK from 1 to 10000",
         "host_jitter" => "a number from 0 (exactly periodic) to 1",
         "loss" => {
             "a probability between 0 and 1, or { model = \"bernoulli\", p = P } or \

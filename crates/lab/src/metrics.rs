@@ -7,7 +7,7 @@
 //! from its first arrival to the end of its last transfer once no more arrive (else to the
 //! end of the run); its completion time is the mean over the transfers completed in the window.
 
-use crate::scenario::Scenario;
+use crate::scenario::{FlowTransport, Scenario};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::ControllerState;
 use kleinrock_sim::hist::Histogram;
@@ -68,6 +68,49 @@ pub struct FlowMetrics {
     pub delivered_bytes: u64,
     /// Payload bytes retransmitted in the window.
     pub retransmitted_bytes: u64,
+    /// Per-packet latency of the data packets sent in the window, from their send (for DCCP,
+    /// from their application's hand-over) to their arrival; `None` without any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    /// DCCP: what the application offered and what its full send queue dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_queue: Option<SendQueue>,
+}
+
+/// Mean and percentiles of per-packet latency, ms (percentiles within 1/128 relative error).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Latency {
+    /// Mean, ms.
+    pub mean_ms: f64,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+}
+
+impl Latency {
+    /// The latency metrics of histogram `h` (ns); `None` when it is empty.
+    pub fn of(h: &Histogram) -> Option<Latency> {
+        let ms = |q: f64| h.quantile(q).map(|v| v / 1e6);
+        Some(Latency {
+            mean_ms: h.mean()? / 1e6,
+            p50_ms: ms(0.5)?,
+            p95_ms: ms(0.95)?,
+            p99_ms: ms(0.99)?,
+        })
+    }
+}
+
+/// A DCCP flow's send queue over the window: packets the application handed over, and those
+/// that found the queue full and were dropped at the sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SendQueue {
+    /// Packets the application offered.
+    pub offered_packets: u64,
+    /// Of those, packets dropped at the full send queue.
+    pub dropped_packets: u64,
 }
 
 /// What an `fq_switch` flow's fair-queuing probe decided (its last decision).
@@ -260,6 +303,13 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
                 },
                 delivered_bytes: c.bytes_delivered,
                 retransmitted_bytes: c.bytes_retransmitted,
+                latency: Latency::of(&s.latency),
+                send_queue: matches!(plan.transport, FlowTransport::Dccp { .. }).then_some(
+                    SendQueue {
+                        offered_packets: c.app_packets,
+                        dropped_packets: c.send_queue_drops,
+                    },
+                ),
             }
         })
         .collect();

@@ -147,12 +147,52 @@ pub fn run_tables(s: &Summary) -> String {
     if let Some(j) = s.jain_index {
         out.push_str(&format!("Jain's fairness index over goodput: {j:.4}\n"));
     }
+    if let Some(t) = latency_table(s) {
+        out.push('\n');
+        out.push_str(&t);
+    }
     out.push('\n');
     out.push_str(&links.render());
     for w in &s.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
     out
+}
+
+/// The per-packet latency of the unreliable flows (DCCP and datagram), with a DCCP flow's send
+/// queue; `None` without such flows.
+fn latency_table(s: &Summary) -> Option<String> {
+    let unreliable: Vec<_> = s
+        .flows
+        .iter()
+        .filter(|f| f.send_queue.is_some() || f.cc == "datagram")
+        .collect();
+    if unreliable.is_empty() {
+        return None;
+    }
+    let mut t = Table::new(&[
+        "flow",
+        "latency avg ms",
+        "p50",
+        "p95",
+        "p99",
+        "offered pkt",
+        "queue drops",
+    ]);
+    for f in unreliable {
+        let l = f.latency;
+        let q = f.send_queue;
+        t.row(vec![
+            f.name.clone(),
+            num(l.map(|l| l.mean_ms), 1),
+            num(l.map(|l| l.p50_ms), 1),
+            num(l.map(|l| l.p95_ms), 1),
+            num(l.map(|l| l.p99_ms), 1),
+            q.map_or("-".into(), |q| q.offered_packets.to_string()),
+            q.map_or("-".into(), |q| q.dropped_packets.to_string()),
+        ]);
+    }
+    Some(t.render())
 }
 
 /// One row per sweep point (per flow of each point when a scenario has several flows), with

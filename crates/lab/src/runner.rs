@@ -3,6 +3,7 @@
 
 use crate::metrics::{summarize, Summary};
 use crate::scenario::Scenario;
+use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::{SimResult, Simulator};
 use rayon::prelude::*;
 use std::fs;
@@ -66,7 +67,8 @@ pub fn write_file(
 }
 
 /// Writes one run's files under `dir`: `summary.json`, traces as `flows/<name>.csv` and
-/// `links/<name>.csv`, and each flow's RTT CDF as `rtt_cdf/<name>.csv`.
+/// `links/<name>.csv`, each flow's RTT CDF as `rtt_cdf/<name>.csv` and its per-packet latency
+/// CDF as `latency_cdf/<name>.csv`.
 pub fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
     write_file(&dir.join("summary.json"), |w| {
         serde_json::to_writer_pretty(&mut *w, &out.summary)?;
@@ -87,21 +89,26 @@ pub fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
         }
     }
     for f in &out.result.flows {
-        if f.rtt.count() == 0 {
-            continue;
-        }
-        let path = dir
-            .join("rtt_cdf")
-            .join(format!("{}.csv", file_name(&f.name)));
-        write_file(&path, |w| {
-            writeln!(w, "rtt_ms,fraction")?;
-            for (v, p) in f.rtt.cdf() {
-                writeln!(w, "{},{p}", v * 1e-6)?;
-            }
-            Ok(())
-        })?;
+        write_cdf(&dir.join("rtt_cdf"), &f.name, "rtt_ms", &f.rtt)?;
+        write_cdf(&dir.join("latency_cdf"), &f.name, "latency_ms", &f.latency)?;
     }
     Ok(())
+}
+
+/// Writes histogram `h` (ns) as `dir/<name>.csv` with columns `column,fraction`, in ms;
+/// nothing for an empty one.
+fn write_cdf(dir: &Path, name: &str, column: &str, h: &Histogram) -> io::Result<()> {
+    if h.count() == 0 {
+        return Ok(());
+    }
+    let path = dir.join(format!("{}.csv", file_name(name)));
+    write_file(&path, |w| {
+        writeln!(w, "{column},fraction")?;
+        for (v, p) in h.cdf() {
+            writeln!(w, "{},{p}", v * 1e-6)?;
+        }
+        Ok(())
+    })
 }
 
 /// Marker files of a kleinrock output directory: only such a directory is ever replaced.

@@ -8,9 +8,9 @@ use kleinrock_cc::controller::units::{parse_bytes, parse_duration, parse_rate};
 use kleinrock_cc::registry::find;
 use kleinrock_cc::{build, BuildError, ControllerConfig, ParamValue, Params, Rate};
 use kleinrock_sim::{
-    AppConfig, ArrivalConfig, BufferLimit, ControllerFactory, FlowConfig, FlowKind, Interarrival,
-    LinkConfig, LossConfig, ParamChange, PolicerConfig, QdiscConfig, RouteChange, SimConfig,
-    TransportConfig,
+    AppConfig, ArrivalConfig, BufferLimit, ControllerFactory, DccpConfig, FlowConfig, FlowKind,
+    Interarrival, LinkConfig, LossConfig, ParamChange, PolicerConfig, QdiscConfig, RouteChange,
+    SimConfig, TransportConfig,
 };
 use serde::Deserialize;
 use std::fmt;
@@ -154,6 +154,8 @@ struct FlowSpec {
     stagger: Option<String>,
     packet_size: Option<u64>,
     header_size: Option<u64>,
+    tx_qlen: Option<u64>,
+    ack_ratio: Option<u64>,
     max_in_flight: Option<u64>,
     pacing: Option<bool>,
     host_rate: Option<String>,
@@ -176,6 +178,15 @@ pub enum FlowTransport {
         params: Params,
         /// Transport settings.
         transport: TransportConfig,
+    },
+    /// The DCCP-like transport with a named controller.
+    Dccp {
+        /// Controller name.
+        cc: String,
+        /// Controller parameters.
+        params: Params,
+        /// Transport settings.
+        transport: DccpConfig,
     },
     /// Unresponsive datagrams.
     Datagram {
@@ -213,7 +224,7 @@ impl FlowPlan {
     /// The controller name, or `"datagram"`.
     pub fn cc_name(&self) -> &str {
         match &self.transport {
-            FlowTransport::Reliable { cc, .. } => cc,
+            FlowTransport::Reliable { cc, .. } | FlowTransport::Dccp { cc, .. } => cc,
             FlowTransport::Datagram { .. } => "datagram",
         }
     }
@@ -304,8 +315,20 @@ fn flow_kind(f: &FlowPlan, seed: u64, i: usize) -> FlowKind {
                 header_size: *header_size,
             }
         }
+        FlowTransport::Dccp {
+            cc,
+            params,
+            transport,
+        } => {
+            let config = controller_config(transport.packet_size, seed, i);
+            return FlowKind::Dccp {
+                controller: build(cc, params, &config)
+                    .expect("controllers are checked when the scenario is loaded"),
+                transport: *transport,
+            };
+        }
     };
-    let config = controller_config(transport, seed, i);
+    let config = controller_config(transport.packet_size, seed, i);
     match f.arrivals {
         None => FlowKind::Reliable {
             controller: build(cc, params, &config)
@@ -337,9 +360,9 @@ fn controller_factory(cc: &str, params: &Params, config: ControllerConfig) -> Co
 
 /// The controller settings of a flow: its transport's packet size, and a seed derived from the
 /// scenario seed and the flow's index (so flows draw different, reproducible numbers).
-fn controller_config(t: &TransportConfig, scenario_seed: u64, flow: usize) -> ControllerConfig {
+fn controller_config(packet_size: u32, scenario_seed: u64, flow: usize) -> ControllerConfig {
     ControllerConfig {
-        max_datagram_size: u64::from(t.packet_size),
+        max_datagram_size: u64::from(packet_size),
         seed: scenario_seed
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
             .wrapping_add(flow as u64 + 1),
@@ -745,6 +768,7 @@ fn largest_packet(flows: &[FlowPlan], i: usize) -> Option<u32> {
         .filter(|f| f.forward.contains(&i))
         .map(|f| match &f.transport {
             FlowTransport::Reliable { transport, .. } => transport.packet_size,
+            FlowTransport::Dccp { transport, .. } => transport.packet_size,
             FlowTransport::Datagram { packet_size, .. } => *packet_size,
         });
     let acks = flows
@@ -752,6 +776,8 @@ fn largest_packet(flows: &[FlowPlan], i: usize) -> Option<u32> {
         .filter(|f| f.reverse.contains(&i))
         .map(|f| match &f.transport {
             FlowTransport::Reliable { transport, .. } => transport.ack_size,
+            // An ACK's header; its Ack Vector adds a few bytes.
+            FlowTransport::Dccp { transport, .. } => transport.ack_header_size,
             FlowTransport::Datagram { .. } => 0,
         });
     data.chain(acks).max()
@@ -905,8 +931,13 @@ fn resolve_params(table: &toml::Table, at: &str) -> FieldResult<Params> {
     Ok(params)
 }
 
-fn resolve_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<TransportConfig> {
-    let mut t = TransportConfig::default();
+/// A flow's packet, pacing and window settings over `defaults`.
+fn resolve_transport(
+    f: &FlowSpec,
+    at: &dyn Fn(&str) -> String,
+    defaults: TransportConfig,
+) -> FieldResult<TransportConfig> {
+    let mut t = defaults;
     if let Some(size) = f.packet_size {
         let min = limits::MIN_PACKET_BYTES;
         t.packet_size = field(at("packet_size"), whole_within(size, min, 65_535))? as u32;
@@ -982,10 +1013,14 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
             resolve_path(&f.reverse_path, names, &at("reverse_path"))?,
         ),
         "datagram" => (resolve_datagram(f, &app, &at)?, Vec::new()),
+        "dccp" => (
+            resolve_dccp(f, &at)?,
+            resolve_path(&f.reverse_path, names, &at("reverse_path"))?,
+        ),
         other => {
             return Err((
                 at("transport"),
-                format!("unknown transport `{other}`; accepted: reliable, datagram"),
+                format!("unknown transport `{other}`; accepted: reliable, datagram, dccp"),
             ))
         }
     };
@@ -1133,7 +1168,8 @@ fn resolve_events(
         transport,
     } = transport
     else {
-        return Err((at("events"), "a datagram flow has no controller".into()));
+        let message = "parameter changes during a run apply to a reliable flow's controller";
+        return Err((at("events"), message.into()));
     };
     if f.arrivals.is_some() {
         let message = "parameter changes apply to one connection, not to short-flow arrivals";
@@ -1153,7 +1189,7 @@ fn resolve_events(
                 value,
             });
         }
-        let config = controller_config(transport, 0, 0);
+        let config = controller_config(transport.packet_size, 0, 0);
         build(cc, &current, &config).map_err(|e| build_error(e, &here, &at("cc")))?;
     }
     Ok(out)
@@ -1241,7 +1277,7 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
         )
     })?;
     let params = resolve_params(&f.params, &at("params"))?;
-    let transport = resolve_transport(f, at)?;
+    let transport = resolve_transport(f, at, TransportConfig::default())?;
     if !transport.pacing && find(&cc).is_some_and(|info| info.rate_based) {
         let message = format!(
             "`{cc}` is rate-based: it sets a pacing rate and no window, so an unpaced sender \
@@ -1249,13 +1285,99 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
         );
         return Err((at("pacing"), message));
     }
-    build(&cc, &params, &controller_config(&transport, 0, 0))
-        .map_err(|e| build_error(e, &at("params"), &at("cc")))?;
+    if find(&cc).is_some_and(|info| info.dccp_only) {
+        let message = format!(
+            "`{cc}` is a DCCP CCID: it counts packets and sets the receiver's Ack Ratio; \
+             accepted with transport = \"dccp\""
+        );
+        return Err((at("cc"), message));
+    }
+    build(
+        &cc,
+        &params,
+        &controller_config(transport.packet_size, 0, 0),
+    )
+    .map_err(|e| build_error(e, &at("params"), &at("cc")))?;
     Ok(FlowTransport::Reliable {
         cc,
         params,
         transport,
     })
+}
+
+/// The options of the reliable transport that a DCCP flow does not have.
+const RELIABLE_ONLY: [&str; 5] = [
+    "delayed_ack",
+    "receive_timestamps",
+    "host_rate",
+    "host_jitter",
+    "events",
+];
+
+fn resolve_dccp(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<FlowTransport> {
+    let set = [
+        f.delayed_ack.is_some(),
+        f.receive_timestamps.is_some(),
+        f.host_rate.is_some(),
+        f.host_jitter.is_some(),
+        !f.events.is_empty(),
+    ];
+    if let Some((name, _)) = RELIABLE_ONLY.iter().zip(set).find(|(_, s)| *s) {
+        let message = "an option of the reliable transport; a DCCP flow takes packet_size, \
+                       header_size, tx_qlen, ack_ratio, pacing and max_in_flight";
+        return Err((at(name), message.into()));
+    }
+    if f.rate.is_some() && f.app.as_deref() != Some("cbr") {
+        return Err((at("rate"), "only applies with app = \"cbr\"".into()));
+    }
+    let cc = f.cc.clone().ok_or_else(|| {
+        (
+            at("cc"),
+            "a DCCP flow needs a controller, e.g. cc = \"ccid2\"".into(),
+        )
+    })?;
+    let params = resolve_params(&f.params, &at("params"))?;
+    let transport = resolve_dccp_transport(f, at)?;
+    if !transport.pacing && find(&cc).is_some_and(|info| info.rate_based) {
+        let message = format!(
+            "`{cc}` is rate-based: it sets a pacing rate and no window; accepted: pacing = true"
+        );
+        return Err((at("pacing"), message));
+    }
+    build(
+        &cc,
+        &params,
+        &controller_config(transport.packet_size, 0, 0),
+    )
+    .map_err(|e| build_error(e, &at("params"), &at("cc")))?;
+    Ok(FlowTransport::Dccp {
+        cc,
+        params,
+        transport,
+    })
+}
+
+/// A DCCP flow's transport settings: the reliable transport's packet size, header size and
+/// window bound where given, DCCP's own defaults (44 header bytes, no pacing) otherwise.
+fn resolve_dccp_transport(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<DccpConfig> {
+    let mut t = DccpConfig::default();
+    let defaults = TransportConfig {
+        header_size: t.header_size,
+        pacing: false,
+        ..TransportConfig::default()
+    };
+    let reliable = resolve_transport(f, at, defaults)?;
+    t.packet_size = reliable.packet_size;
+    t.header_size = reliable.header_size;
+    t.pacing = reliable.pacing;
+    t.max_in_flight = reliable.max_in_flight;
+    if let Some(q) = f.tx_qlen {
+        t.tx_qlen = field(at("tx_qlen"), whole_within(q, 1, limits::MAX_TX_QLEN))? as u32;
+    }
+    if let Some(r) = f.ack_ratio {
+        t.ack_ratio = field(at("ack_ratio"), whole_within(r, 1, limits::MAX_ACK_RATIO))?;
+    }
+    Ok(t)
 }
 
 fn resolve_datagram(
@@ -1281,7 +1403,7 @@ fn resolve_datagram(
             "a datagram flow sends at its application's rate; host_rate caps a paced sender".into(),
         ));
     }
-    let t = resolve_transport(f, at)?;
+    let t = resolve_transport(f, at, TransportConfig::default())?;
     Ok(FlowTransport::Datagram {
         packet_size: t.packet_size,
         header_size: t.header_size,
@@ -1290,7 +1412,7 @@ fn resolve_datagram(
 
 fn transport_name(t: &FlowTransport) -> &str {
     match t {
-        FlowTransport::Reliable { cc, .. } => cc,
+        FlowTransport::Reliable { cc, .. } | FlowTransport::Dccp { cc, .. } => cc,
         FlowTransport::Datagram { .. } => "datagram",
     }
 }

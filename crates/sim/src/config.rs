@@ -202,6 +202,51 @@ pub struct RouteChange {
     pub delay: Duration,
 }
 
+/// Settings of the DCCP-like transport (RFC 4340): congestion-controlled datagrams, never
+/// retransmitted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DccpConfig {
+    /// Bytes on the wire of every data packet.
+    pub packet_size: u32,
+    /// Header bytes of a data packet: IPv4 (20) and a DCCP-DataAck header with 48-bit
+    /// sequence numbers (24, RFC 4340 §5.1, §5.3); the application's bytes fill the rest.
+    pub header_size: u32,
+    /// Header bytes of an ACK before its Ack Vector: IPv4 (20) and a DCCP-Ack header (24).
+    pub ack_header_size: u32,
+    /// Packets the send queue holds while the window is closed (Linux `tx_qlen`); the
+    /// application's packet that finds it full is dropped at the sender.
+    pub tx_qlen: u32,
+    /// The Ack Ratio until the controller asks for another (RFC 4340 §11.3: 2).
+    pub ack_ratio: u64,
+    /// Whether the host paces at the controller's pacing rate (Linux `fq` honours
+    /// `sk_pacing_rate`); DCCP itself does not pace.
+    pub pacing: bool,
+    /// Most packets the sender keeps from its oldest unresolved one on, whatever the
+    /// controller's window.
+    pub max_in_flight: u32,
+}
+
+impl Default for DccpConfig {
+    fn default() -> Self {
+        DccpConfig {
+            packet_size: 1500,
+            header_size: 44,
+            ack_header_size: 44,
+            tx_qlen: 5,
+            ack_ratio: 2,
+            pacing: false,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+}
+
+impl DccpConfig {
+    /// Application bytes in a data packet.
+    pub fn payload(&self) -> u32 {
+        self.packet_size - self.header_size
+    }
+}
+
 /// How a flow moves data.
 pub enum FlowKind {
     /// The QUIC-like reliable transport driven by a congestion controller.
@@ -218,6 +263,13 @@ pub enum FlowKind {
         packet_size: u32,
         /// Header bytes in each datagram; the application's bytes fill the rest.
         header_size: u32,
+    },
+    /// The DCCP-like transport driven by a congestion controller (a CCID or any other).
+    Dccp {
+        /// The congestion controller.
+        controller: Box<dyn Controller>,
+        /// Transport settings.
+        transport: DccpConfig,
     },
     /// Short transfers arriving at random times: each a new reliable connection with a fresh
     /// controller running the flow's (sized) application, several possibly in parallel.

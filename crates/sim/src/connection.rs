@@ -16,10 +16,10 @@ use crate::app::Application;
 use crate::config::{AppConfig, TransportConfig};
 use crate::events::EventQueue;
 use crate::hist::Histogram;
-use crate::packet::{AckFrame, Packet, Pool};
+use crate::packet::{AckFrame, Body, Packet, Pool};
 use crate::receiver::Receiver;
 use crate::sender::{Sender, SenderStats};
-use crate::stats::{EventSpan, FlowCounters};
+use crate::stats::{EventSpan, FlowCounters, IntervalTally};
 use crate::stream::{Reassembly, SendStream};
 use crate::streams::seeded;
 use kleinrock_cc::{Controller, ParamValue};
@@ -63,6 +63,8 @@ pub struct Measured {
     pub loss_events: EventSpan,
     /// Largest RTT sample over the run, ns.
     pub max_rtt_ns: u64,
+    /// Latency of each data packet sent in the window, ns.
+    pub latency: Histogram,
 }
 
 /// A reliable connection and its subflows.
@@ -78,6 +80,12 @@ pub struct Connection {
     retired: Option<Box<Retired>>,
     /// One-way queuing delay of each data packet in the window, over all subflows, ns.
     queuing_delay: Histogram,
+    /// One-way delay of each data packet sent in the window, ns.
+    latency: Histogram,
+    /// When the measurement window opened.
+    window_ns: Option<u64>,
+    /// What arrived since the last trace sample.
+    pub interval: IntervalTally,
     host_seed: u64,
     started: bool,
     measuring: bool,
@@ -107,6 +115,9 @@ impl Connection {
             open: vec![0],
             retired: None,
             queuing_delay: Histogram::new(),
+            latency: Histogram::new(),
+            window_ns: None,
+            interval: IntervalTally::default(),
             host_seed,
             started: false,
             measuring: false,
@@ -159,6 +170,7 @@ impl Connection {
     /// Statistics before `now` are discarded from now on.
     pub fn start_measuring(&mut self, now: u64) {
         self.measuring = true;
+        self.window_ns = Some(now);
         self.reassembly.open_window(now);
         for sender in self.subflows.iter_mut().filter_map(|s| s.sender.as_mut()) {
             sender.start_measuring();
@@ -220,9 +232,18 @@ impl Connection {
             return;
         };
         let receiver = &mut self.subflows[i].receiver;
-        let delay = receiver.on_data(now, packet, &mut self.reassembly, frames, out, events);
-        if let Some(d) = delay.filter(|_| self.measuring) {
-            self.queuing_delay.record(d);
+        let delays = receiver.on_data(now, packet, &mut self.reassembly, frames, out, events);
+        let Some((owd, queuing_delay)) = delays else {
+            return;
+        };
+        if self.measuring {
+            self.queuing_delay.record(queuing_delay);
+        }
+        if self.window_ns.is_some_and(|w| packet.sent_ns >= w) {
+            self.latency.record(owd);
+        }
+        if let Body::Data { len, .. } = packet.body {
+            self.interval.record(owd, u64::from(len));
         }
     }
 
@@ -398,9 +419,11 @@ impl Connection {
                 queuing_delay: self.queuing_delay.clone(),
                 loss_events: r.loss_events,
                 max_rtt_ns: r.max_rtt_ns,
+                latency: self.latency.clone(),
             },
             None => Measured {
                 queuing_delay: self.queuing_delay.clone(),
+                latency: self.latency.clone(),
                 ..Measured::default()
             },
         };

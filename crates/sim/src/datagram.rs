@@ -5,7 +5,9 @@
 
 use crate::app::Application;
 use crate::events::{EventQueue, LazyTimer, Target};
+use crate::hist::Histogram;
 use crate::packet::{Body, Packet};
+use crate::stats::IntervalTally;
 
 /// The sending side of a datagram flow.
 #[derive(Debug)]
@@ -87,5 +89,59 @@ impl DatagramSource {
             self.timer
                 .arm(events, t.max(now + 1), Target::Sender(self.flow));
         }
+    }
+}
+
+/// The receiving side of a datagram flow: what arrived, each datagram's latency, and its
+/// one-way queuing delay.
+#[derive(Debug, Default)]
+pub struct DatagramSink {
+    header: u32,
+    /// Datagrams received.
+    pub received_packets: u64,
+    /// Application bytes received.
+    pub received_bytes: u64,
+    /// Datagrams sent in the measurement window and received.
+    pub window_packets: u64,
+    /// Application bytes of those.
+    pub window_bytes: u64,
+    /// When the latest datagram arrived, ns.
+    pub last_arrival_ns: u64,
+    min_owd_ns: Option<u64>,
+    /// One-way queuing delay of each datagram received in the window, ns.
+    pub queuing_delay: Histogram,
+    /// One-way delay of each datagram sent in the window, ns.
+    pub latency: Histogram,
+    /// What arrived since the last trace sample.
+    pub interval: IntervalTally,
+}
+
+impl DatagramSink {
+    /// A sink for datagrams with `header` header bytes.
+    pub fn new(header: u32) -> Self {
+        DatagramSink {
+            header,
+            ..DatagramSink::default()
+        }
+    }
+
+    /// `packet` arrives at `now`; the window opened at `window_ns` (if it has).
+    pub fn on_arrival(&mut self, now: u64, packet: &Packet, window_ns: Option<u64>) {
+        let payload = u64::from(packet.size - self.header);
+        self.received_packets += 1;
+        self.received_bytes += payload;
+        self.last_arrival_ns = now;
+        let owd = now - packet.sent_ns;
+        if window_ns.is_some_and(|w| packet.sent_ns >= w) {
+            self.window_packets += 1;
+            self.window_bytes += payload;
+            self.latency.record(owd);
+        }
+        let min = self.min_owd_ns.map_or(owd, |m| m.min(owd));
+        self.min_owd_ns = Some(min);
+        if window_ns.is_some_and(|w| now >= w) {
+            self.queuing_delay.record(owd - min);
+        }
+        self.interval.record(owd, payload);
     }
 }

@@ -17,6 +17,7 @@ pub mod arrivals;
 pub mod config;
 pub mod connection;
 pub mod datagram;
+pub mod dccp;
 pub mod events;
 pub mod hist;
 pub mod link;
@@ -33,8 +34,8 @@ pub mod streams;
 pub mod trace;
 
 pub use config::{
-    AppConfig, ArrivalConfig, ControllerFactory, FlowConfig, FlowKind, Interarrival, LinkConfig,
-    ParamChange, PolicerConfig, RouteChange, SimConfig, TransportConfig,
+    AppConfig, ArrivalConfig, ControllerFactory, DccpConfig, FlowConfig, FlowKind, Interarrival,
+    LinkConfig, ParamChange, PolicerConfig, RouteChange, SimConfig, TransportConfig,
 };
 pub use loss::LossConfig;
 pub use network::Simulator;

@@ -13,13 +13,14 @@ use crate::config::{
     AppConfig, FlowConfig, FlowKind, ParamChange, RouteChange, SimConfig, TransportConfig,
 };
 use crate::connection::{Connection, Measured};
-use crate::datagram::DatagramSource;
+use crate::datagram::{DatagramSink, DatagramSource};
+use crate::dccp::ackvec::AckVector;
+use crate::dccp::DccpEndpoints;
 use crate::events::{EventQueue, Target};
-use crate::hist::Histogram;
 use crate::link::Link;
 use crate::packet::{AckFrame, Body, Packet, Pool};
 use crate::queue::Queued;
-use crate::stats::{FlowCounters, FlowStats, SimResult};
+use crate::stats::{FlowCounters, FlowStats, IntervalTally, SimResult};
 use crate::streams::{arrivals_stream, host_seed, jitter_stream, loss_stream, seeded};
 use crate::trace::{Series, Trace};
 use kleinrock_cc::controller::units::duration_nanos;
@@ -39,17 +40,10 @@ enum Endpoints {
     },
     Datagram {
         source: DatagramSource,
-        header: u32,
-        received_packets: u64,
-        received_bytes: u64,
-        /// Datagrams (and their payload bytes) sent in the measurement window and received.
-        window_packets: u64,
-        window_bytes: u64,
-        /// When the latest datagram arrived, ns.
-        last_arrival_ns: u64,
-        min_owd_ns: Option<u64>,
-        queuing_delay: Histogram,
+        sink: DatagramSink,
     },
+    /// Both ends of a DCCP flow.
+    Dccp(Box<DccpEndpoints>),
     /// A short-flow arrival process; its transfers are flows of their own.
     Arrivals(Box<Arrivals>),
     /// A finished transfer of an arrival process: only its paths remain.
@@ -59,8 +53,10 @@ enum Endpoints {
 impl Endpoints {
     /// Samples from `now` on are measured (the window opened).
     fn start_measuring(&mut self, now: u64) {
-        if let Endpoints::Reliable(c) = self {
-            c.start_measuring(now);
+        match self {
+            Endpoints::Reliable(c) => c.start_measuring(now),
+            Endpoints::Dccp(d) => d.start_measuring(now),
+            _ => {}
         }
     }
 }
@@ -111,15 +107,14 @@ impl Flow {
                 header_size,
             } => Endpoints::Datagram {
                 source: DatagramSource::new(id, packet_size, header_size, Application::new(f.app)),
-                header: header_size,
-                received_packets: 0,
-                received_bytes: 0,
-                window_packets: 0,
-                window_bytes: 0,
-                last_arrival_ns: 0,
-                min_owd_ns: None,
-                queuing_delay: Histogram::new(),
+                sink: DatagramSink::new(header_size),
             },
+            FlowKind::Dccp {
+                controller,
+                transport,
+            } => Endpoints::Dccp(Box::new(DccpEndpoints::new(
+                id, controller, transport, f.app,
+            ))),
             FlowKind::Arrivals {
                 controllers,
                 transport,
@@ -187,6 +182,7 @@ impl Flow {
         match &self.endpoints {
             Endpoints::Reliable(c) => c.finished_ns().is_some(),
             Endpoints::Datagram { source, .. } => source.finished(),
+            Endpoints::Dccp(d) => d.sender.finished(),
             Endpoints::Arrivals(a) => a.done(),
             Endpoints::Subflow { .. } | Endpoints::Retired => false,
         }
@@ -208,18 +204,14 @@ impl Flow {
     fn counters(&self) -> FlowCounters {
         match &self.endpoints {
             Endpoints::Reliable(c) => c.counters(),
-            Endpoints::Datagram {
-                source,
-                received_packets,
-                received_bytes,
-                ..
-            } => FlowCounters {
+            Endpoints::Datagram { source, sink } => FlowCounters {
                 packets_sent: source.packets_sent,
                 bytes_sent: source.bytes_sent(),
-                packets_received: *received_packets,
-                bytes_delivered: *received_bytes,
+                packets_received: sink.received_packets,
+                bytes_delivered: sink.received_bytes,
                 ..FlowCounters::default()
             },
+            Endpoints::Dccp(d) => d.counters(),
             Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {
                 FlowCounters::default()
             }
@@ -236,14 +228,18 @@ impl Flow {
                 c.packets_lost = conn.window_lost();
                 c.bytes_delivered = conn.reassembly().window_delivered();
             }
-            Endpoints::Datagram {
-                window_packets,
-                window_bytes,
-                ..
-            } => {
-                c.packets_received = *window_packets;
-                c.bytes_delivered = *window_bytes;
-                c.packets_lost = c.packets_sent.saturating_sub(*window_packets);
+            Endpoints::Datagram { sink, .. } => {
+                c.packets_received = sink.window_packets;
+                c.bytes_delivered = sink.window_bytes;
+                c.packets_lost = c.packets_sent.saturating_sub(sink.window_packets);
+            }
+            Endpoints::Dccp(d) => {
+                // Lost: sent in the window and not received, wherever it went missing (the
+                // sender's own count of losses, by NUMDUPACK, is in the trace).
+                let r = &d.receiver.stats;
+                c.packets_received = r.window_packets;
+                c.bytes_delivered = r.window_bytes;
+                c.packets_lost = c.packets_sent.saturating_sub(r.window_packets);
             }
             Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {}
         }
@@ -256,7 +252,10 @@ impl Flow {
         match &self.endpoints {
             Endpoints::Reliable(c) => c.finished_ns(),
             Endpoints::Arrivals(a) => a.done_ns(),
-            Endpoints::Datagram { .. } | Endpoints::Subflow { .. } | Endpoints::Retired => None,
+            Endpoints::Datagram { .. }
+            | Endpoints::Dccp(_)
+            | Endpoints::Subflow { .. }
+            | Endpoints::Retired => None,
         }
     }
 }
@@ -277,6 +276,7 @@ pub struct Simulator {
     param_changes: Vec<(u32, ParamChange)>,
     packets: Pool<Packet>,
     frames: Pool<AckFrame>,
+    ack_vectors: Pool<AckVector>,
     outbox: Vec<Packet>,
     arrived: Vec<u32>,
     trace: Option<Trace>,
@@ -348,6 +348,7 @@ impl Simulator {
             param_changes,
             packets: Pool::default(),
             frames: Pool::default(),
+            ack_vectors: Pool::default(),
             outbox: Vec::new(),
             arrived: Vec::new(),
             trace,
@@ -425,6 +426,7 @@ impl Simulator {
             Endpoints::Datagram { source, .. } => {
                 source.on_timer(now, &mut self.outbox, &mut self.events);
             }
+            Endpoints::Dccp(d) => d.sender.on_timer(now, &mut self.outbox, &mut self.events),
             Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {}
         }
         self.after_event(owner);
@@ -474,6 +476,7 @@ impl Simulator {
             Endpoints::Datagram { source, .. } => {
                 source.start(now, &mut self.outbox, &mut self.events)
             }
+            Endpoints::Dccp(d) => d.sender.start(now, &mut self.outbox, &mut self.events),
             Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {}
         }
         self.sync_subflows(f);
@@ -484,6 +487,7 @@ impl Simulator {
         match &mut self.flows[f as usize].endpoints {
             Endpoints::Reliable(c) => c.stop(now, &mut self.outbox, &mut self.events),
             Endpoints::Datagram { source, .. } => source.stop(),
+            Endpoints::Dccp(d) => d.sender.stop(now, &mut self.outbox, &mut self.events),
             Endpoints::Arrivals(a) => a.stop(now),
             Endpoints::Subflow { .. } | Endpoints::Retired => {}
         }
@@ -619,8 +623,10 @@ impl Simulator {
     }
 
     fn free_packet(&mut self, idx: u32) {
-        if let Body::Ack { frame } = self.packets.get(idx).body {
-            self.frames.release(frame);
+        match self.packets.get(idx).body {
+            Body::Ack { frame } => self.frames.release(frame),
+            Body::DccpAck { vector } => self.ack_vectors.release(vector),
+            _ => {}
         }
         self.packets.release(idx);
     }
@@ -659,39 +665,21 @@ impl Simulator {
                     &mut self.events,
                 );
             }
-            (
-                Endpoints::Datagram {
-                    header,
-                    received_packets,
-                    received_bytes,
-                    window_packets,
-                    window_bytes,
-                    last_arrival_ns,
-                    min_owd_ns,
-                    queuing_delay,
-                    ..
-                },
-                Body::Datagram,
-            ) => {
-                let payload = u64::from(packet.size - *header);
-                *received_packets += 1;
-                *received_bytes += payload;
-                *last_arrival_ns = now;
-                if packet.sent_ns >= self.warmup_ns {
-                    *window_packets += 1;
-                    *window_bytes += payload;
-                }
-                let owd = now - packet.sent_ns;
-                let min = min_owd_ns.map_or(owd, |m| m.min(owd));
-                *min_owd_ns = Some(min);
-                if now >= self.warmup_ns {
-                    queuing_delay.record(owd - min);
-                }
+            (Endpoints::Datagram { sink, .. }, Body::Datagram) => {
+                sink.on_arrival(now, &packet, self.measuring.then_some(self.warmup_ns));
+            }
+            (Endpoints::Dccp(d), Body::DccpData { .. }) => {
+                d.receiver
+                    .on_data(now, &packet, &mut self.ack_vectors, &mut self.outbox);
+            }
+            (Endpoints::Dccp(d), Body::DccpAck { vector }) => {
+                let v = self.ack_vectors.get(vector);
+                d.sender.on_ack(now, v, &mut self.outbox, &mut self.events);
             }
             _ => {}
         }
         self.free_packet(idx);
-        if matches!(packet.body, Body::Ack { .. }) {
+        if matches!(packet.body, Body::Ack { .. } | Body::DccpAck { .. }) {
             self.after_event(f);
         }
     }
@@ -712,9 +700,12 @@ impl Simulator {
             return;
         };
         let t = self.now as f64 * 1e-9;
-        for (flow, series) in self.flows[..self.configured].iter().zip(&mut trace.flows) {
+        for (flow, series) in self.flows[..self.configured]
+            .iter_mut()
+            .zip(&mut trace.flows)
+        {
             series.begin(t);
-            sample_flow(flow, series);
+            sample_flow(flow, series, interval);
             series.end();
         }
         for (link, series) in self.links.iter().zip(&mut trace.links) {
@@ -760,9 +751,16 @@ impl Simulator {
     }
 }
 
-fn sample_flow(flow: &Flow, series: &mut Series) {
+/// Samples flow `flow` into `series`; `interval_ns` is the time since the last sample.
+fn sample_flow(flow: &mut Flow, series: &mut Series, interval_ns: u64) {
     let ms = |d: Option<std::time::Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
-    match &flow.endpoints {
+    // What arrived since the last sample: its mean latency and its rate.
+    let arrived = |series: &mut Series, tally: &mut IntervalTally| {
+        let (latency_ns, bytes) = tally.take();
+        series.set("latency_ms", latency_ns.map_or(f64::NAN, |l| l / 1e6));
+        series.set("rx_rate_bps", bytes as f64 * 8e9 / interval_ns as f64);
+    };
+    match &mut flow.endpoints {
         Endpoints::Reliable(c) => {
             let sender = c.primary();
             let cc = sender.controller();
@@ -779,15 +777,34 @@ fn sample_flow(flow: &Flow, series: &mut Series) {
             series.set("sent_packets", counters.packets_sent as f64);
             series.set("lost_packets", counters.packets_lost as f64);
             series.set_state(&cc.state());
+            arrived(series, &mut c.interval);
         }
-        Endpoints::Datagram {
-            source,
-            received_bytes,
-            ..
-        } => {
+        Endpoints::Datagram { source, sink } => {
             series.mode.push("datagram");
             series.set("sent_bytes", source.bytes_sent() as f64);
-            series.set("delivered_bytes", *received_bytes as f64);
+            series.set("delivered_bytes", sink.received_bytes as f64);
+            arrived(series, &mut sink.interval);
+        }
+        Endpoints::Dccp(d) => {
+            let (s, counters) = (&d.sender, d.counters());
+            let cc = s.controller();
+            series.set("cwnd_bytes", cc.cwnd() as f64);
+            series.set(
+                "pacing_rate_bps",
+                s.pacing_rate().map_or(f64::NAN, |r| r.bits_per_sec()),
+            );
+            series.set("in_flight_bytes", s.in_flight() as f64);
+            series.set("srtt_ms", ms(s.rtt().smoothed()));
+            series.set("latest_rtt_ms", ms(s.rtt().latest()));
+            series.set("delivered_bytes", counters.bytes_delivered as f64);
+            series.set("sent_packets", counters.packets_sent as f64);
+            series.set("lost_packets", counters.packets_lost as f64);
+            series.set("pipe_packets", s.pipe() as f64);
+            series.set("send_queue_packets", s.queued() as f64);
+            series.set("send_queue_drops", counters.send_queue_drops as f64);
+            series.set("ack_ratio", s.ack_ratio() as f64);
+            series.set_state(&cc.state());
+            arrived(series, &mut d.receiver.interval);
         }
         Endpoints::Arrivals(a) => {
             series.mode.push("arrivals");
@@ -808,13 +825,14 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
     // stop still count), like a sized one; a stopped or sized datagram flow until the later of
     // its stop and its last datagram's arrival.
     let datagram_stop = match &flow.endpoints {
-        Endpoints::Datagram {
-            source,
-            last_arrival_ns,
-            ..
-        } if flow.stop_ns.is_some() || source.finished() => {
-            Some(flow.stop_ns.unwrap_or(0).max(*last_arrival_ns))
+        Endpoints::Datagram { source, sink } if flow.stop_ns.is_some() || source.finished() => {
+            Some(flow.stop_ns.unwrap_or(0).max(sink.last_arrival_ns))
         }
+        Endpoints::Dccp(d) if flow.stop_ns.is_some() || d.sender.finished() => Some(
+            flow.stop_ns
+                .unwrap_or(0)
+                .max(d.receiver.stats.last_arrival_ns),
+        ),
         _ => None,
     };
     let active_to = [Some(end), completion, flow.finished_ns(), datagram_stop]
@@ -829,10 +847,21 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
     let counters = flow.window_counters();
     let measured = match &flow.endpoints {
         Endpoints::Reliable(c) => c.measured(),
-        Endpoints::Datagram { queuing_delay, .. } => Measured {
-            queuing_delay: queuing_delay.clone(),
+        Endpoints::Datagram { sink, .. } => Measured {
+            queuing_delay: sink.queuing_delay.clone(),
+            latency: sink.latency.clone(),
             ..Measured::default()
         },
+        Endpoints::Dccp(d) => {
+            let s = &d.sender.stats;
+            Measured {
+                rtt: s.rtt.clone(),
+                loss_events: s.loss_events,
+                max_rtt_ns: s.max_rtt_ns,
+                latency: d.receiver.stats.latency.clone(),
+                ..Measured::default()
+            }
+        }
         Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {
             Measured::default()
         }
@@ -846,10 +875,12 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
         rtt: measured.rtt,
         queuing_delay: measured.queuing_delay,
         loss_events: measured.loss_events,
+        latency: measured.latency,
         max_rtt_ns: measured.max_rtt_ns,
         transfers: None,
         final_state: match &flow.endpoints {
             Endpoints::Reliable(c) => c.primary().controller().state(),
+            Endpoints::Dccp(d) => d.sender.controller().state(),
             _ => Default::default(),
         },
     }

@@ -21,6 +21,22 @@ pub enum Body {
     },
     /// A datagram of an unresponsive (constant-rate) flow.
     Datagram,
+    /// A DCCP data packet: when its application handed it over, the Ack Ratio the sender asks
+    /// the receiver to use, and the greatest Acknowledgement Number the sender has seen in an
+    /// ACK (`u64::MAX` for none), which lets the receiver prune its Ack Vector.
+    DccpData {
+        /// When the application handed the packet to the transport, ns.
+        app_ns: u64,
+        /// The Ack Ratio in force (RFC 4340 §11.3).
+        ack_ratio: u32,
+        /// Greatest Acknowledgement Number the sender has received (its Ack-of-Ack).
+        ack_of_ack: u64,
+    },
+    /// A DCCP ACK; its Ack Vector is in the simulation's Ack Vector pool.
+    DccpAck {
+        /// Index of the Ack Vector in the pool.
+        vector: u32,
+    },
 }
 
 /// A packet in the network.

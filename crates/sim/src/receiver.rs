@@ -53,7 +53,8 @@ impl Receiver {
     }
 
     /// Handles a data packet arriving at `now`: its bytes go to `stream`, ACKs to `out`;
-    /// returns its one-way queuing delay (its one-way delay minus the smallest so far), ns.
+    /// returns its one-way delay and its one-way queuing delay (the one-way delay minus the
+    /// smallest so far), ns.
     pub fn on_data(
         &mut self,
         now: u64,
@@ -62,7 +63,7 @@ impl Receiver {
         frames: &mut Pool<AckFrame>,
         out: &mut Vec<Packet>,
         events: &mut EventQueue,
-    ) -> Option<u64> {
+    ) -> Option<(u64, u64)> {
         let Body::Data {
             offset,
             len,
@@ -82,7 +83,8 @@ impl Receiver {
         self.received.remove_below(ack_floor);
         self.received.keep_highest(MAX_ACK_RANGES);
         stream.take(now, offset, len, packet.sent_ns);
-        let queuing_delay = self.queuing_delay(now - packet.sent_ns);
+        let owd = now - packet.sent_ns;
+        let queuing_delay = self.queuing_delay(owd);
         self.unacked += 1;
         // RFC 9000 §13.2.1: at once when the packet arrives out of order or opens a gap.
         if !self.cfg.delayed_ack || !in_order || self.unacked >= ACK_EVERY {
@@ -92,7 +94,7 @@ impl Receiver {
             self.ack_due_ns = Some(due);
             self.timer.arm(events, due, Target::Receiver(self.flow));
         }
-        Some(queuing_delay)
+        Some((owd, queuing_delay))
     }
 
     fn queuing_delay(&mut self, owd_ns: u64) -> u64 {

@@ -32,6 +32,10 @@ pub struct FlowCounters {
     pub persistent_congestion: u64,
     /// ACK packets sent by the receiver.
     pub acks_sent: u64,
+    /// Packets the application handed to a DCCP flow's send queue.
+    pub app_packets: u64,
+    /// Of those, packets dropped at the sender because the send queue was full.
+    pub send_queue_drops: u64,
 }
 
 impl FlowCounters {
@@ -59,6 +63,8 @@ impl FlowCounters {
             ptos: f(self.ptos, o.ptos),
             persistent_congestion: f(self.persistent_congestion, o.persistent_congestion),
             acks_sent: f(self.acks_sent, o.acks_sent),
+            app_packets: f(self.app_packets, o.app_packets),
+            send_queue_drops: f(self.send_queue_drops, o.send_queue_drops),
         }
     }
 }
@@ -100,6 +106,32 @@ impl EventSpan {
     }
 }
 
+/// What arrived since the last trace sample: the packets' latency and their application bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntervalTally {
+    sum_ns: u64,
+    count: u64,
+    bytes: u64,
+}
+
+impl IntervalTally {
+    /// A packet of `bytes` application bytes arrived after `latency_ns`.
+    pub fn record(&mut self, latency_ns: u64, bytes: u64) {
+        self.sum_ns += latency_ns;
+        self.count += 1;
+        self.bytes += bytes;
+    }
+
+    /// The mean latency (ns) and the bytes since the last call; the tally restarts.
+    pub fn take(&mut self) -> (Option<f64>, u64) {
+        let t = std::mem::take(self);
+        (
+            (t.count > 0).then(|| t.sum_ns as f64 / t.count as f64),
+            t.bytes,
+        )
+    }
+}
+
 /// Everything measured for one flow over the measurement window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlowStats {
@@ -121,6 +153,9 @@ pub struct FlowStats {
     pub queuing_delay: Histogram,
     /// Congestion events, for loss-event distances.
     pub loss_events: EventSpan,
+    /// Latency of each data packet sent in the window: from its send (DCCP: from its
+    /// application's hand-over) to its arrival, ns.
+    pub latency: Histogram,
     /// Largest RTT sample over the whole run, ns.
     pub max_rtt_ns: u64,
     /// For a short-flow arrival process: its transfers (the fields above then sum or merge

@@ -1,0 +1,133 @@
+//! The DCCP-like transport: conservation of the application's packets, Ack Ratio, the send
+//! queue, and the scenario options it takes and refuses (RFC 4340, RFC 4341).
+
+use kleinrock_lab::runner::{run, RunOutput};
+use kleinrock_lab::scenario::{parse, ScenarioError};
+
+/// One DCCP flow of `cc`, a 15 Mbit/s constant-rate application stopped at 5 s, over a
+/// 10 Mbit/s, 40 ms path with a 50-packet buffer and `loss` random loss; `extra` lines go in
+/// the flow.
+fn scenario(cc: &str, loss: f64, extra: &str) -> String {
+    format!(
+        r#"
+duration = "60s"
+trace_interval = "100ms"
+[[links]]
+name = "fwd"
+rate = "10Mbps"
+delay = "20ms"
+buffer = "50pkt"
+loss = {loss}
+[[links]]
+name = "back"
+rate = "10Mbps"
+delay = "20ms"
+buffer = "100pkt"
+[[flows]]
+name = "d"
+cc = "{cc}"
+transport = "dccp"
+app = "cbr"
+rate = "15Mbps"
+stop = "5s"
+path = ["fwd"]
+reverse_path = ["back"]
+{extra}
+"#
+    )
+}
+
+fn run_text(text: &str) -> RunOutput {
+    let set = parse(text, "dccp.toml", "dccp", &[]).unwrap_or_else(|e| panic!("{e}"));
+    run(&set.points[0])
+}
+
+fn refused(text: &str) -> ScenarioError {
+    parse(text, "dccp.toml", "dccp", &[]).expect_err("refused")
+}
+
+#[test]
+fn every_offered_packet_is_delivered_lost_on_the_path_or_dropped_at_the_sender() {
+    for cc in ["newreno", "cubic", "bbr"] {
+        let out = run_text(&scenario(cc, 0.01, ""));
+        let f = &out.result.flows[0];
+        let c = &f.counters;
+        let fwd = &out.result.links[0].counters;
+        let on_path = fwd.packets_dropped + fwd.packets_lost_random + fwd.packets_policed;
+        // The run ends once the flow is done: nothing waits in the queue or on the path.
+        assert!(out.result.end_ns < 60_000_000_000, "{cc} did not finish");
+        assert_eq!(
+            c.app_packets,
+            c.packets_received + on_path + c.send_queue_drops,
+            "{cc}: offered {} = received {} + lost on the path {} + dropped at the sender {}",
+            c.app_packets,
+            c.packets_received,
+            on_path,
+            c.send_queue_drops
+        );
+        // Nothing is retransmitted: every packet sent is a packet the application offered.
+        assert_eq!(c.packets_sent, c.app_packets - c.send_queue_drops, "{cc}");
+        assert_eq!(c.bytes_retransmitted, 0, "{cc}");
+        assert!(c.send_queue_drops > 0 && on_path > 0, "{cc}: {c:?}");
+    }
+}
+
+#[test]
+fn the_receiver_acknowledges_once_per_ack_ratio_packets() {
+    for ratio in [1, 2, 4] {
+        let out = run_text(&scenario("newreno", 0.0, &format!("ack_ratio = {ratio}")));
+        let c = &out.result.flows[0].counters;
+        let per_ack = c.packets_received as f64 / c.acks_sent as f64;
+        // One ACK per `ratio` data packets (RFC 4340 §11.3); the tail of the flow may leave
+        // fewer than `ratio` packets unacknowledged.
+        assert!(
+            (per_ack - ratio as f64).abs() < 0.01 * ratio as f64,
+            "Ack Ratio {ratio}: {per_ack:.3} data packets per ACK"
+        );
+    }
+}
+
+#[test]
+fn per_packet_latency_is_measured_from_the_application() {
+    let out = run_text(&scenario("newreno", 0.0, "tx_qlen = 5"));
+    let f = &out.summary.flows[0];
+    let l = f.latency.expect("latency of a DCCP flow");
+    // At least the one-way propagation delay (20 ms) and one serialisation at 10 Mbit/s.
+    assert!(l.p50_ms >= 20.0 + 1.2, "{l:?}");
+    assert!(l.p50_ms <= l.p95_ms && l.p95_ms <= l.p99_ms, "{l:?}");
+    let q = f.send_queue.expect("a DCCP flow's send queue");
+    assert!(
+        q.dropped_packets > 0 && q.dropped_packets < q.offered_packets,
+        "{q:?}"
+    );
+    let trace = out.result.trace.as_ref().expect("traced");
+    let rx = trace.flows[0].column("rx_rate_bps").expect("rx_rate_bps");
+    let peak = rx
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    // A 10 Mbit/s link carries at most 1456 of every 1500 bytes as payload; a 100 ms interval
+    // can hold one packet more than its share (packets are counted whole, where they land).
+    let bound = 10e6 * 1456.0 / 1500.0 + 1456.0 * 8.0 / 0.1;
+    assert!(peak <= bound && peak > 9e6, "peak {peak}, bound {bound}");
+}
+
+#[test]
+fn options_of_the_reliable_transport_and_a_zero_ack_ratio_are_refused() {
+    for (line, field) in [
+        ("delayed_ack = true", "flows[0].delayed_ack"),
+        ("receive_timestamps = false", "flows[0].receive_timestamps"),
+        ("ack_ratio = 0", "flows[0].ack_ratio"),
+        ("tx_qlen = 0", "flows[0].tx_qlen"),
+        (
+            "events = [{ at = \"1s\", params = { beta = 0.5 } }]",
+            "flows[0].events",
+        ),
+    ] {
+        let e = refused(&scenario("newreno", 0.0, line));
+        assert_eq!(e.field, field, "{line}: {e}");
+    }
+    let e = refused(&scenario("pcc", 0.0, ""));
+    assert_eq!(e.field, "flows[0].pacing", "{e}");
+}
