@@ -4,6 +4,7 @@
 //! paper with our measurement and whether it holds, and the data behind the figure as CSV.
 
 pub mod bbr;
+pub mod ccid5;
 pub mod fq_detect;
 pub mod quic_dc;
 pub mod siad;
@@ -152,7 +153,13 @@ pub struct PaperInfo {
 
 /// Every reproducible paper.
 pub fn papers() -> &'static [PaperInfo] {
-    const ALL: &[PaperInfo] = &[bbr::INFO, quic_dc::INFO, siad::INFO, fq_detect::INFO];
+    const ALL: &[PaperInfo] = &[
+        bbr::INFO,
+        quic_dc::INFO,
+        siad::INFO,
+        fq_detect::INFO,
+        ccid5::INFO,
+    ];
     ALL
 }
 
