@@ -8,6 +8,7 @@
 // One module per algorithm.
 pub mod bbr;
 pub mod bbr2;
+pub mod ccid2;
 pub mod cubic;
 pub mod delay_fq;
 pub mod fq_switch;

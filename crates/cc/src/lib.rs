@@ -12,10 +12,10 @@
 //!   and a parameter table into a running controller or a clear error.
 //! - [`algorithms`] (`algorithms/`): one module per algorithm, named after it (`newreno`,
 //!   `cubic`, `westwood`, `quic_dc`, `highspeed`, `scalable`, `htcp`, `siad`, `bbr`, `bbr2`,
-//!   `delay_fq`, `vivace`, `fq_switch` with its probe in `fq_switch/`), each publishing its
-//!   [`ControllerInfo`]; and the pieces several algorithms share: `aimd` (the Reno-family
-//!   skeleton), `recovery` (QUIC recovery periods, byte-exact additive increase) and
-//!   `bbr_common` (what BBR v1 and v2 share).
+//!   `delay_fq`, `vivace`, `fq_switch` with its probe in `fq_switch/`, and the DCCP CCID
+//!   `ccid2`), each publishing its [`ControllerInfo`]; and the pieces several algorithms
+//!   share: `aimd` (the Reno-family skeleton), `recovery` (QUIC recovery periods, byte-exact
+//!   additive increase) and `bbr_common` (what BBR v1 and v2 share).
 //! - [`estimators`] (`estimators/`): measurements several controllers or transports take the
 //!   same way, each once: the windowed min/max filter (`minmax`), the RTT estimator (`rtt`), the
 //!   delivery-rate sampler (`delivery_rate`), the one-way queuing-delay estimator (`owqd`), the

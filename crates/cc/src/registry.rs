@@ -1,6 +1,7 @@
 //! The registry: every controller by name, with its parameters, and a builder that turns a
 //! name plus a parameter table into a running controller or a clear error.
 
+use crate::algorithms::ccid2;
 use crate::algorithms::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
 use crate::algorithms::{delay_fq, highspeed, htcp, scalable, vivace};
 use crate::controller::{
@@ -63,6 +64,7 @@ pub fn controllers() -> &'static [ControllerInfo] {
         delay_fq::INFO,
         vivace::INFO,
         vivace::PCC_INFO,
+        ccid2::INFO,
         fq_switch::info(build_fq_switch),
     ];
     ALL
@@ -128,7 +130,7 @@ mod tests {
             build("fq_switch", &p, &ControllerConfig::default())
         };
         assert!(with("fq", "vivace").is_ok() && with("fifo", "cubic").is_ok());
-        for bad in ["renoo", "fq_switch"] {
+        for bad in ["renoo", "fq_switch", "ccid2"] {
             let text = with("fq", bad).err().unwrap().to_string();
             assert!(
                 text.contains(bad) && text.contains("accepted: newreno, cubic"),

@@ -134,7 +134,8 @@ pub struct SwitchConfig {
 }
 
 /// The controller of `catalog` named by `param` that `fq_switch` may hand over to: one that
-/// needs no subflows (so not itself).
+/// needs no subflows (so not itself) and is not a DCCP CCID (which runs on the DCCP-like
+/// transport only).
 fn inner(
     catalog: &'static [ControllerInfo],
     reader: &ParamReader,
@@ -145,13 +146,13 @@ fn inner(
     let accepted = || {
         catalog
             .iter()
-            .filter(|c| !c.subflows)
+            .filter(|c| !c.subflows && !c.dccp_only)
             .map(|c| c.name)
             .collect::<Vec<_>>()
             .join(", ")
     };
     match catalog.iter().find(|c| c.name == name) {
-        Some(info) if !info.subflows => Ok(info),
+        Some(info) if !info.subflows && !info.dccp_only => Ok(info),
         _ => Err(ParamError {
             name: param.to_string(),
             message: format!(
