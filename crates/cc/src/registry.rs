@@ -26,6 +26,11 @@ pub enum BuildError {
         /// The controller's name.
         name: String,
     },
+    /// The controller is a DCCP CCID, and this transport is not DCCP.
+    NeedsDccp {
+        /// The controller's name.
+        name: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -40,6 +45,11 @@ impl fmt::Display for BuildError {
             BuildError::NeedsSubflows { name } => write!(
                 f,
                 "`{name}` needs a transport with subflows (the simulator's); this one has none"
+            ),
+            BuildError::NeedsDccp { name } => write!(
+                f,
+                "`{name}` is a DCCP CCID and runs on the simulator's DCCP-like transport only; \
+                 this one is QUIC"
             ),
         }
     }

@@ -119,8 +119,14 @@ fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
     if flow.forward.len() != 1 || flow.reverse.len() != 1 {
         return Err("a transfer flow crosses one link each way".into());
     }
-    if !matches!(flow.transport, FlowTransport::Reliable { .. }) {
-        return Err("a transfer flow is reliable, with a controller".into());
+    match flow.transport {
+        FlowTransport::Reliable { .. } => {}
+        FlowTransport::Dccp { .. } => {
+            return Err("a DCCP flow is simulator-only: the real datapath is QUIC".into())
+        }
+        FlowTransport::Datagram { .. } => {
+            return Err("a transfer flow is reliable, with a controller".into())
+        }
     }
     if flow.app.total_bytes().is_none() {
         return Err(

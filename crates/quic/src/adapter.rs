@@ -135,8 +135,14 @@ impl CcFactory {
             params,
             config,
         };
-        if kleinrock_cc::registry::find(name).is_some_and(|i| i.subflows) {
+        let info = kleinrock_cc::registry::find(name);
+        if info.is_some_and(|i| i.subflows) {
             return Err(BuildError::NeedsSubflows {
+                name: name.to_string(),
+            });
+        }
+        if info.is_some_and(|i| i.dccp_only) {
+            return Err(BuildError::NeedsDccp {
                 name: name.to_string(),
             });
         }
