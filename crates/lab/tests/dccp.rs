@@ -131,3 +131,76 @@ fn options_of_the_reliable_transport_and_a_zero_ack_ratio_are_refused() {
     let e = refused(&scenario("pcc", 0.0, ""));
     assert_eq!(e.field, "flows[0].pacing", "{e}");
 }
+
+/// One bulk DCCP flow of `cc` alone on 10 Mbit/s, 40 ms, a 1 BDP buffer, traced every
+/// `trace`; `extra` lines go in the flow.
+fn alone(cc: &str, duration: &str, trace: &str, extra: &str) -> String {
+    format!(
+        r#"
+duration = "{duration}"
+trace_interval = "{trace}"
+[[links]]
+name = "fwd"
+rate = "10Mbps"
+delay = "20ms"
+buffer = "1bdp"
+[[links]]
+name = "back"
+rate = "10Mbps"
+delay = "20ms"
+buffer = "1000pkt"
+[[flows]]
+name = "d"
+cc = "{cc}"
+transport = "dccp"
+path = ["fwd"]
+reverse_path = ["back"]
+{extra}
+"#
+    )
+}
+
+/// Times (s) and values of column `name` of the flow's trace.
+fn series(out: &RunOutput, name: &str) -> Vec<(f64, f64)> {
+    let s = &out.result.trace.as_ref().expect("traced").flows[0];
+    let col = s.column(name).unwrap_or_else(|| panic!("no column {name}"));
+    s.time_s.iter().copied().zip(col.iter().copied()).collect()
+}
+
+#[test]
+fn ccid2_grows_about_one_and_a_half_times_per_rtt_halves_at_most_once_per_rtt_and_fills_the_link() {
+    let out = run_text(&alone("ccid2", "30s", "40ms", ""));
+    let cwnd = series(&out, "cwnd_packets");
+    // Slow start before the queue builds (cwnd below the 33-packet BDP): one sample per
+    // 40 ms base RTT. Linux's CCID 2 adds a packet per two acknowledged (at most
+    // ceil(AckRatio/2) per ACK), about x1.5 per RTT whether the Ack Ratio is 1 or 2 (RFC 4341
+    // §5, ccid2.c ccid2_new_ack; docs/ccid2.md); the acceptance range is x1.4-1.6.
+    let early: Vec<f64> = cwnd
+        .iter()
+        .skip(1)
+        .map(|&(_, c)| c)
+        .take_while(|&c| c < 33.0)
+        .collect();
+    assert!(early.len() >= 4, "{early:?}");
+    let growth = (early[early.len() - 1] / early[0]).powf(1.0 / (early.len() - 1) as f64);
+    assert!(
+        (1.4..=1.6).contains(&growth),
+        "x{growth:.3} per RTT: {early:?}"
+    );
+    // At most one halving per RTT: reductions at least one base RTT (40 ms) apart, traced
+    // every 5 ms.
+    let fine = run_text(&alone("ccid2", "30s", "5ms", ""));
+    let cwnd = series(&fine, "cwnd_packets");
+    let cuts: Vec<f64> = cwnd
+        .windows(2)
+        .filter(|w| w[1].1 < w[0].1 * 0.75)
+        .map(|w| w[1].0)
+        .collect();
+    assert!(cuts.len() >= 3, "{cuts:?}");
+    assert!(
+        cuts.windows(2).all(|w| w[1] - w[0] >= 0.04 - 1e-9),
+        "reductions closer than one RTT: {cuts:?}"
+    );
+    let util = out.summary.links[0].utilisation;
+    assert!(util >= 0.9, "utilisation {util}");
+}

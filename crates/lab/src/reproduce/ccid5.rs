@@ -68,10 +68,7 @@ fn row(out: &RunOutput) -> Result<Row<'_>, String> {
         .ok_or_else(|| format!("`{}` has no latency samples", flow.name))?;
     let link = &trace.links[0];
     let drops = column(link, "dropped_packets")?;
-    let first_loss_s = drops
-        .iter()
-        .position(|&d| d > 0.0)
-        .map(|i| link.time_s[i]);
+    let first_loss_s = drops.iter().position(|&d| d > 0.0).map(|i| link.time_s[i]);
     Ok(Row {
         name: &flow.name,
         rx_bps: rate_between(series, delivered, FROM_S, TO_S),
