@@ -42,6 +42,7 @@ impl Histogram {
     }
 
     /// Records one value.
+    #[inline]
     pub fn record(&mut self, ns: u64) {
         let b = bucket_of(ns);
         if b >= self.counts.len() {

@@ -54,6 +54,11 @@ impl RangeSet {
         (end - start) - covered
     }
 
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
     /// How many values of `[start, end)` are present.
     pub fn count_within(&self, start: u64, end: u64) -> u64 {
         let lo = self.ranges.partition_point(|r| r.1 <= start);

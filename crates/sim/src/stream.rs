@@ -133,6 +133,7 @@ impl Reassembly {
     }
 
     /// Bytes `offset..offset + len` sent at `sent_ns` arrived at `now`.
+    #[inline]
     pub fn take(&mut self, now: u64, offset: u64, len: u32, sent_ns: u64) {
         let end = offset + u64::from(len);
         if let Some(w) = self.window.as_mut().filter(|w| sent_ns < w.open_ns) {
@@ -144,7 +145,11 @@ impl Reassembly {
         self.duplicate += u64::from(len) - new;
         let before = self.delivered;
         self.delivered = self.received.contiguous_end(0);
-        if let Some(w) = self.window.as_mut().filter(|_| self.delivered > before) {
+        if let Some(w) = self
+            .window
+            .as_mut()
+            .filter(|w| self.delivered > before && !w.early.is_empty())
+        {
             w.early_delivered += w.early.count_within(before, self.delivered);
             w.early.remove_below(self.delivered);
         }
