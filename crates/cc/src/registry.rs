@@ -1,6 +1,7 @@
 //! The registry: every controller by name, with its parameters, and a builder that turns a
 //! name plus a parameter table into a running controller or a clear error.
 
+use crate::algorithms::ccid5;
 use crate::algorithms::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
 use crate::algorithms::{delay_fq, highspeed, htcp, scalable, vivace};
 use crate::controller::{
@@ -53,6 +54,7 @@ pub fn controllers() -> &'static [ControllerInfo] {
         cubic::INFO,
         bbr::INFO,
         bbr2::INFO,
+        ccid5::INFO,
         westwood::INFO,
         quic_dc::INFO,
         quic_dc::RTT_DC_INFO,
