@@ -1,7 +1,7 @@
 //! The registry: every controller by name, with its parameters, and a builder that turns a
 //! name plus a parameter table into a running controller or a clear error.
 
-use crate::algorithms::ccid2;
+use crate::algorithms::{ccid2, ccid5};
 use crate::algorithms::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
 use crate::algorithms::{delay_fq, highspeed, htcp, scalable, vivace};
 use crate::controller::{
@@ -75,6 +75,7 @@ pub fn controllers() -> &'static [ControllerInfo] {
         vivace::INFO,
         vivace::PCC_INFO,
         ccid2::INFO,
+        ccid5::INFO,
         fq_switch::info(build_fq_switch),
     ];
     ALL

@@ -1,4 +1,5 @@
-//! BBR v1 (Bottleneck Bandwidth and Round-trip propagation time), counted in bytes.
+//! BBR v1 (Bottleneck Bandwidth and Round-trip propagation time): the model, once, and the
+//! `bbr` controller, which runs it as Linux `tcp_bbr.c` does, counted in bytes.
 //!
 //! Sources:
 //! - the BBR paper: Cardwell, Cheng, Gunn, Hassas Yeganeh, Jacobson, "BBR: Congestion-Based
@@ -17,7 +18,17 @@
 //! counts become multiples of `max_datagram_size` (MSS); bandwidth is a [`Rate`]. Each rule is
 //! tagged where it is implemented; `docs/bbr.md` lists them with every choice made.
 //!
+//! The model is shared: [`Bbr`] runs one [`variant::Variant`], the steps where two BBR v1
+//! implementations part ways. `bbr` runs [`variant::Variant::LINUX`]; the `ccid5` controller
+//! ([`super::ccid5`], telekom/mp-dccp's BBR v1 for DCCP) wraps a [`Bbr`] running
+//! [`variant::Variant::ccid5`] and adds what is DCCP's own (the Ack Ratio). Each step that
+//! depends on the variant matches on it where it is taken; `docs/ccid5.md` lists them.
+//!
 //! This module owns [`Bbr`], its parameters [`BbrParams`] and the registry entry [`INFO`].
+
+#[cfg(test)]
+pub(crate) mod test_path;
+pub mod variant;
 
 use crate::algorithms::bbr_common::{
     initial_pacing_rate, pacing_rate, CaState, Mode, CWND_GAIN, FULL_BW_CNT, FULL_BW_THRESH,
@@ -33,6 +44,10 @@ use crate::estimators::minmax::WindowedMax;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
+use variant::{
+    Counting, CwndRestore, CwndTargetBw, DrainGains, EcnResponse, GainSetting, IdleRestart,
+    LossResponse, MinRttRule, PacingInit, RtoResponse, SendQuantum, Variant,
+};
 
 /// Default Startup gain, 2/ln 2 (BBR paper "Startup"; draft-00 `BBRHighGain`).
 pub const DEFAULT_HIGH_GAIN: f64 = 2.885;
@@ -46,6 +61,23 @@ const PACING_GAIN_CYCLE: [f64; 8] = [PROBE_UP_GAIN, PROBE_DOWN_GAIN, 1.0, 1.0, 1
 const CYCLE_RAND: u32 = 7;
 /// Send quantum in packets: the simulator sends single packets, no TSO/GSO bursts.
 const SEND_QUANTUM_PACKETS: u64 = 1;
+/// [`SendQuantum::TsoSegsGoal`]: below this pacing rate (bytes/s) the goal's floor is 1
+/// segment, else 2 (ccid5.c `bbr_min_tso_rate` = 1.2 Mbit/s, compared with `sk_pacing_rate`
+/// as `bbr_min_tso_rate >> 3`).
+const MIN_TSO_RATE_BYTES_PER_SEC: u64 = 1_200_000 >> 3;
+/// [`SendQuantum::TsoSegsGoal`]: the largest GSO packet a DCCP socket gets from
+/// `sk_setup_caps`, the device's `GSO_MAX_SIZE` (include/linux/netdevice.h).
+const GSO_MAX_SIZE: u64 = 65_536;
+/// [`SendQuantum::TsoSegsGoal`]: `MAX_DCCP_HEADER` = 255 x 4 option bytes + `MAX_HEADER`
+/// (net/dccp/dccp.h); `MAX_HEADER` = `LL_MAX_HEADER` 128 + 48, a kernel configured with WLAN
+/// mesh (or Hyper-V) and IP tunnels, as distribution kernels are.
+const MAX_DCCP_HEADER: u64 = 1020 + 128 + 48;
+/// [`SendQuantum::TsoSegsGoal`]: the goal lives in a 7-bit field (ccid5.h `tso_segs_goal:7`;
+/// `min(..., 0x7FU)`).
+const MAX_TSO_SEGS: u64 = 0x7F;
+/// [`DrainGains::FixedPoint`]: Linux's Drain pacing gain, `BBR_UNIT * 1000 / 2885` = 88/256
+/// (tcp_bbr.c and ccid5.c `bbr_drain_gain`).
+const FIXED_POINT_DRAIN_GAIN: f64 = 88.0 / 256.0;
 /// Long-term sampling interval, minimum rounds (tcp_bbr.c `bbr_lt_intvl_min_rtts`).
 const LT_INTERVAL_MIN_ROUNDS: u64 = 4;
 /// Long-term sampling interval, maximum rounds (tcp_bbr.c: 4 x `bbr_lt_intvl_min_rtts`).
@@ -226,10 +258,11 @@ struct LongTermBw {
     last_stamp: Instant,
 }
 
-/// A BBR v1 controller.
+/// A BBR v1 controller: the model, running one [`Variant`].
 #[derive(Clone, Debug)]
 pub struct Bbr {
     params: BbrParams,
+    variant: Variant,
     mss: u64,
     initial_cwnd: u64,
     rng: ChaCha8Rng,
@@ -272,13 +305,46 @@ pub struct Bbr {
     /// Bytes declared lost since the last ACK (Linux `rs->losses`).
     losses_since_ack: u64,
     lt: LongTermBw,
+    /// [`SendQuantum::TsoSegsGoal`]: packets per send quantum (ccid5.c `tso_segs_goal`).
+    tso_segs_goal: u64,
+    /// [`CwndRestore::Flagged`]: the restores pending.
+    pub(crate) restoring: Restoring,
+}
+
+/// Restores a [`CwndRestore::Flagged`] variant has decided on and not yet applied (ccid5.c
+/// `restore_cwnd`; mp-dccp HEAD's `restore_ackrt` and `restore_seqwin`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Restoring {
+    /// Snap cwnd up to `prior_cwnd` at the next cwnd update.
+    pub(crate) cwnd: bool,
+    /// mp-dccp HEAD: the Ack Ratio is being put back to its value before ProbeRTT (kept by
+    /// the `ccid5` controller, which owns the Ack Ratio).
+    pub(crate) ack_ratio: bool,
+    /// mp-dccp HEAD: the Sequence Window is being put back; cwnd waits for it.
+    pub(crate) seq_window: bool,
+}
+
+impl Restoring {
+    fn any(self) -> bool {
+        self.cwnd || self.ack_ratio || self.seq_window
+    }
 }
 
 impl Bbr {
-    /// A controller in Startup with the transport's initial window.
+    /// A controller in Startup with the transport's initial window, running as `tcp_bbr.c`.
     pub fn new(config: &ControllerConfig, params: BbrParams) -> Self {
+        Bbr::with_variant(config, params, Variant::LINUX)
+    }
+
+    /// A controller in Startup with the transport's initial window, running `variant`.
+    pub(crate) fn with_variant(
+        config: &ControllerConfig,
+        params: BbrParams,
+        variant: Variant,
+    ) -> Self {
         let mut bbr = Bbr {
             params,
+            variant,
             mss: config.max_datagram_size,
             initial_cwnd: config.initial_window(),
             rng: ChaCha8Rng::seed_from_u64(config.seed),
@@ -313,10 +379,26 @@ impl Bbr {
             lost: 0,
             losses_since_ack: 0,
             lt: LongTermBw::default(),
+            // ccid5.c:1398: "default segs per skb until first ACK".
+            tso_segs_goal: 0,
+            restoring: Restoring::default(),
         };
         // tcp_bbr.c bbr_init: pace from the initial cwnd over a nominal 1 ms RTT.
         bbr.init_pacing_rate(None);
         bbr
+    }
+
+    /// The state machine's mode.
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Packets per send quantum ([`SendQuantum::TsoSegsGoal`]); 1 otherwise.
+    pub(crate) fn send_quantum_packets(&self) -> u64 {
+        match self.variant.send_quantum {
+            SendQuantum::OnePacket => SEND_QUANTUM_PACKETS,
+            SendQuantum::TsoSegsGoal => self.tso_segs_goal,
+        }
     }
 
     /// The BtlBw estimate (max filter), zero before the first sample.
@@ -336,27 +418,70 @@ impl Bbr {
         MIN_CWND_PACKETS * self.mss
     }
 
+    /// The RTprop estimate the BDP and the cycle phases use: [`MinRttRule`].
+    fn rt_prop(&self) -> Option<Duration> {
+        match self.variant.min_rtt {
+            MinRttRule::Linux => self.min_rtt,
+            // ccid5.c:1395: min_rtt_us = 0 until the first sample.
+            MinRttRule::Ccid5 => Some(self.min_rtt.unwrap_or(Duration::ZERO)),
+        }
+    }
+
     /// `gain x BDP` in bytes, rounded up (tcp_bbr.c `bbr_bdp`; BBR paper: BDP = BtlBw x RTprop).
     fn bdp(&self, bw: Rate, gain: f64) -> u64 {
-        match self.min_rtt {
+        match self.rt_prop() {
             // tcp_bbr.c bbr_bdp: no RTT sample yet, use the initial window.
             None => self.initial_cwnd,
             // tcp_bbr.c bbr_bdp: round up, "to avoid a negative feedback loop".
-            Some(rtt) => (bw.bytes_in(rtt) * gain).ceil() as u64,
+            Some(rtt) => match self.variant.counting {
+                Counting::Bytes => (bw.bytes_in(rtt) * gain).ceil() as u64,
+                // ccid5.c:606: rounded up to a whole packet.
+                Counting::Packets => {
+                    (bw.bytes_in(rtt) / self.mss as f64 * gain).ceil() as u64 * self.mss
+                }
+            },
         }
     }
 
-    /// Adds the send-quantum allowance (draft-00 `BBRInflight`: + 3 x send_quantum;
-    /// tcp_bbr.c `bbr_quantization_budget`, including + 2 packets in the 1.25 phase).
+    /// Adds the send-quantum allowance: [`SendQuantum`].
     fn quantization_budget(&self, bytes: u64) -> u64 {
-        let mut budget = bytes + QUANTA_IN_BUDGET * SEND_QUANTUM_PACKETS * self.mss;
-        if self.mode == Mode::ProbeBw && self.cycle_index == 0 {
-            budget += PROBE_UP_EXTRA_PACKETS * self.mss;
+        match self.variant.send_quantum {
+            // draft-00 BBRInflight: + 3 x send_quantum; tcp_bbr.c bbr_quantization_budget,
+            // including + 2 packets in the 1.25 phase.
+            SendQuantum::OnePacket => {
+                let mut budget = bytes + QUANTA_IN_BUDGET * SEND_QUANTUM_PACKETS * self.mss;
+                if self.mode == Mode::ProbeBw && self.cycle_index == 0 {
+                    budget += PROBE_UP_EXTRA_PACKETS * self.mss;
+                }
+                budget
+            }
+            // ccid5.c bbr_target_cwnd: + 3 x tso_segs_goal, "rounding up cwnd to the next even
+            // number" of packets.
+            SendQuantum::TsoSegsGoal => {
+                let packets = bytes.div_ceil(self.mss) + QUANTA_IN_BUDGET * self.tso_segs_goal;
+                packets.next_multiple_of(2) * self.mss
+            }
         }
-        budget
     }
 
-    /// The inflight a gain asks for (tcp_bbr.c `bbr_inflight`; draft-00 `BBRInflight`).
+    /// ccid5.c `bbr_set_tso_segs_goal` and `dccp_tso_autosize`, from the pacing rate just set
+    /// ([`SendQuantum::TsoSegsGoal`]).
+    fn update_tso_segs_goal(&mut self) {
+        if self.variant.send_quantum != SendQuantum::TsoSegsGoal {
+            return;
+        }
+        let rate = self.pacing_rate.bytes_per_sec() as u64;
+        let min_segs = if rate < MIN_TSO_RATE_BYTES_PER_SEC {
+            1
+        } else {
+            2
+        };
+        let bytes = (rate >> 10).min(GSO_MAX_SIZE - 1 - MAX_DCCP_HEADER);
+        self.tso_segs_goal = (bytes / self.mss).max(min_segs).min(MAX_TSO_SEGS);
+    }
+
+    /// The inflight a gain asks for (tcp_bbr.c `bbr_inflight`; draft-00 `BBRInflight`; ccid5.c
+    /// `bbr_target_cwnd`).
     fn inflight(&self, bw: Rate, gain: f64) -> u64 {
         self.quantization_budget(self.bdp(bw, gain))
     }
@@ -367,7 +492,8 @@ impl Bbr {
     }
 
     /// Initial pacing: high_gain x cwnd / (smoothed RTT, or 1 ms before any sample)
-    /// (tcp_bbr.c `bbr_init_pacing_rate_from_rtt`; draft-00 `BBRInitPacingRate`).
+    /// (tcp_bbr.c `bbr_init_pacing_rate_from_rtt`; draft-00 `BBRInitPacingRate`; ccid5.c
+    /// `bbr_init_pacingrate`).
     fn init_pacing_rate(&mut self, srtt: Option<Duration>) {
         self.has_seen_rtt |= srtt.is_some();
         let (gain, margin) = (self.params.high_gain, self.params.pacing_margin);
@@ -393,8 +519,10 @@ impl Bbr {
         self.update_cycle_phase(ack.prior_in_flight, losses);
         self.check_full_bw_reached(sample);
         self.check_drain(ack.in_flight);
-        self.update_min_rtt(now, ack);
-        self.update_gains();
+        self.update_min_rtt(now, ack, sample);
+        if self.variant.gains == GainSetting::EveryAck {
+            self.update_gains();
+        }
     }
 
     /// Round counting, long-term sampling and the BtlBw filter (tcp_bbr.c `bbr_update_bw`).
@@ -410,8 +538,9 @@ impl Bbr {
         self.lt_bw_sampling(losses, rs.is_app_limited);
         let Some(bw) = rs.delivery_rate() else { return };
         // tcp_bbr.c bbr_update_bw: app-limited samples only
-        // raise the max.
-        if !rs.is_app_limited || bw >= self.max_bw() {
+        // raise the max. mp-dccp HEAD: so do samples while a restore is pending.
+        let held = self.variant.restore_holds_samples && self.restoring.any();
+        if (!rs.is_app_limited && !held) || bw >= self.max_bw() {
             // BBR paper: BtlBw = max(deliveryRate) over the last W_B rounds.
             self.btl_bw.update(self.round_count, bw);
         }
@@ -435,7 +564,7 @@ impl Bbr {
     /// tcp_bbr.c `bbr_is_next_cycle_phase`, called with the inflight before the ACK.
     fn is_next_cycle_phase(&self, prior_in_flight: u64, losses: u64) -> bool {
         let elapsed = self.delivered_time.saturating_since(self.cycle_stamp);
-        let full_length = self.min_rtt.is_some_and(|rtt| elapsed > rtt);
+        let full_length = self.rt_prop().is_some_and(|rtt| elapsed > rtt);
         let gain = self.pacing_gain;
         if gain > 1.0 {
             // Probe up for a full min RTT, until inflight reaches gain x BDP or loss shows up.
@@ -452,6 +581,9 @@ impl Bbr {
         self.cycle_index = (self.cycle_index + 1) % PACING_GAIN_CYCLE.len();
         // tcp_bbr.c bbr_advance_cycle_phase: the phase starts at the last delivery time.
         self.cycle_stamp = self.delivered_time;
+        // ccid5.c:752: the phase's gain, whether or not the policed rate is in use.
+        let pacing = PACING_GAIN_CYCLE[self.cycle_index];
+        self.transition_gains(pacing, self.cwnd_gain);
     }
 
     /// tcp_bbr.c `bbr_check_full_bw_reached` (BBR paper "Startup").
@@ -474,6 +606,8 @@ impl Bbr {
     fn check_drain(&mut self, in_flight: u64) {
         if self.mode == Mode::Startup && self.full_bw_reached {
             self.mode = Mode::Drain;
+            let (pacing, cwnd) = self.drain_gains();
+            self.transition_gains(pacing, cwnd);
         }
         // Fall through: Drain may last zero ACKs.
         if self.mode == Mode::Drain && in_flight <= self.inflight(self.max_bw(), 1.0) {
@@ -481,10 +615,19 @@ impl Bbr {
         }
     }
 
-    /// tcp_bbr.c `bbr_update_min_rtt`: the RTprop filter and ProbeRTT entry and exit.
-    fn update_min_rtt(&mut self, now: Instant, ack: &AckEvent) {
+    /// tcp_bbr.c `bbr_update_min_rtt` (ccid5.c `bbr_update_rt_prop`): the RTprop filter and
+    /// ProbeRTT entry and exit.
+    fn update_min_rtt(&mut self, now: Instant, ack: &AckEvent, sample: Option<&RateSample>) {
+        let mut rtt_sample = ack.rtt_sample;
+        if self.variant.min_rtt == MinRttRule::Ccid5 {
+            // ccid5.c:982-983: "Not a valid observation" without a rate sample; 1001: rtt > 0.
+            if sample.is_none() {
+                return;
+            }
+            rtt_sample = rtt_sample.filter(|rtt| !rtt.is_zero());
+        }
         let expired = self.min_rtt_expired(now);
-        if let Some(rtt) = ack.rtt_sample {
+        if let Some(rtt) = rtt_sample {
             // tcp_bbr.c bbr_update_min_rtt: keep a sample <= min RTT, or any sample once the
             // estimate is older than the window; equal samples refresh the stamp.
             if expired || self.min_rtt.is_none_or(|min| rtt <= min) {
@@ -511,6 +654,7 @@ impl Bbr {
 
     fn enter_probe_rtt(&mut self) {
         self.mode = Mode::ProbeRtt;
+        self.transition_gains(1.0, 1.0);
         self.save_cwnd();
         self.probe_rtt_done_stamp = None;
         self.probe_rtt_limited = Some((self.delivered, self.delivered));
@@ -565,7 +709,18 @@ impl Bbr {
         }
         // Wait a full window before the next ProbeRTT.
         self.min_rtt_stamp = Some(now);
-        self.cwnd = self.cwnd.max(self.prior_cwnd);
+        match self.variant.cwnd_restore {
+            CwndRestore::AtOnce => self.cwnd = self.cwnd.max(self.prior_cwnd),
+            // ccid5.c:1036 "snap to prior_cwnd" at the next cwnd update; mp-dccp HEAD also
+            // restores the Ack Ratio and the Sequence Window, cwnd after the latter.
+            CwndRestore::Flagged => {
+                self.restoring.cwnd = true;
+                if self.variant.restore_holds_samples {
+                    self.restoring.ack_ratio = true;
+                    self.restoring.seq_window = true;
+                }
+            }
+        }
         self.reset_mode();
     }
 
@@ -575,15 +730,39 @@ impl Bbr {
             self.reset_probe_bw_mode();
         } else {
             self.mode = Mode::Startup;
+            let high = self.params.high_gain;
+            self.transition_gains(high, high);
         }
     }
 
     /// tcp_bbr.c `bbr_reset_probe_bw_mode`: a random start phase, never the 0.75 one.
     fn reset_probe_bw_mode(&mut self) {
         self.mode = Mode::ProbeBw;
+        self.transition_gains(1.0, self.params.cwnd_gain);
         let offset = self.rng.gen_range(0..CYCLE_RAND) as usize;
         self.cycle_index = PACING_GAIN_CYCLE.len() - 1 - offset;
         self.advance_cycle_phase();
+    }
+
+    /// Sets the gains of a mode or phase change where [`GainSetting::AtTransitions`]; with
+    /// [`GainSetting::EveryAck`], [`Bbr::update_gains`] sets them instead.
+    fn transition_gains(&mut self, pacing: f64, cwnd: f64) {
+        if self.variant.gains == GainSetting::AtTransitions {
+            (self.pacing_gain, self.cwnd_gain) = (pacing, cwnd);
+        }
+    }
+
+    /// Drain's pacing and cwnd gains: [`DrainGains`].
+    fn drain_gains(&self) -> (f64, f64) {
+        let high = self.params.high_gain;
+        match self.variant.drain_gains {
+            // BBR paper "Drain": the inverse of Startup's gain; cwnd keeps Startup's gain.
+            DrainGains::InverseOfHighGain => (1.0 / high, high),
+            DrainGains::FixedPoint { cwnd_gain_one } => (
+                FIXED_POINT_DRAIN_GAIN,
+                if cwnd_gain_one { 1.0 } else { high },
+            ),
+        }
     }
 
     /// tcp_bbr.c `bbr_update_gains` (BBR paper: gains per state).
@@ -591,8 +770,7 @@ impl Bbr {
         let high = self.params.high_gain;
         (self.pacing_gain, self.cwnd_gain) = match self.mode {
             Mode::Startup => (high, high),
-            // BBR paper "Drain": the inverse of Startup's gain; cwnd keeps Startup's gain.
-            Mode::Drain => (1.0 / high, high),
+            Mode::Drain => self.drain_gains(),
             Mode::ProbeBw => {
                 // tcp_bbr.c bbr_update_gains: pacing gain 1 while the policed rate is used.
                 let pacing = if self.lt.use_bw {
@@ -608,7 +786,7 @@ impl Bbr {
 
     /// tcp_bbr.c `bbr_set_pacing_rate`: never lowered before the pipe is full.
     fn set_pacing_rate(&mut self, bw: Rate, gain: f64, srtt: Option<Duration>) {
-        if !self.has_seen_rtt {
+        if !self.has_seen_rtt && self.variant.pacing_init == PacingInit::AgainAtFirstSrtt {
             if let Some(srtt) = srtt {
                 self.init_pacing_rate(Some(srtt));
             }
@@ -620,15 +798,18 @@ impl Bbr {
         }
     }
 
-    /// tcp_bbr.c `bbr_set_cwnd` (draft-00 `BBRSetCwnd`).
+    /// tcp_bbr.c `bbr_set_cwnd` (draft-00 `BBRSetCwnd`; ccid5.c `bbr_set_cwnd`).
     fn set_cwnd(&mut self, ack: &AckEvent, losses: u64, bw: Rate) {
-        if ack.acked_bytes > 0 {
+        let acked = self.acked(ack);
+        if acked > 0 {
             let (cwnd, conserving) = self.recover_or_restore(ack, losses);
             self.cwnd = if conserving {
                 cwnd
             } else {
-                self.grow_cwnd(cwnd, ack.acked_bytes, bw)
+                self.grow_cwnd(cwnd, acked, bw)
             };
+            // mp-dccp HEAD bbr_set_cwnd: the Sequence Window is put back on this ACK.
+            self.restoring.seq_window = false;
         }
         // ProbeRTT caps cwnd at 4 packets (BBR paper "ProbeRTT").
         if self.mode == Mode::ProbeRtt {
@@ -669,10 +850,19 @@ impl Bbr {
             cwnd = ack.in_flight + ack.acked_bytes;
         } else if prev != CaState::Open && state == CaState::Open {
             // Leaving recovery: restore the cwnd saved when it began.
-            cwnd = cwnd.max(self.prior_cwnd);
+            match self.variant.cwnd_restore {
+                CwndRestore::AtOnce => cwnd = cwnd.max(self.prior_cwnd),
+                CwndRestore::Flagged => self.restoring.cwnd = true,
+            }
             self.packet_conservation = false;
         }
         self.prev_loss_state = state;
+        // ccid5.c:648-652 (mp-dccp HEAD: once the Sequence Window is back): "Restore cwnd
+        // after exiting loss recovery or PROBE_RTT".
+        if self.restoring.cwnd && !self.restoring.seq_window {
+            cwnd = cwnd.max(self.prior_cwnd);
+            self.restoring.cwnd = false;
+        }
         if self.packet_conservation {
             // Send one packet per packet acknowledged.
             (cwnd.max(ack.in_flight + ack.acked_bytes), true)
@@ -733,6 +923,40 @@ impl Bbr {
         // Treat the RTO as the end of a round and feed a fake lossy sample to lt sampling.
         self.round_start = true;
         self.lt_bw_sampling(1, false);
+    }
+
+    /// A retransmission timeout as CCID5 takes it ([`RtoResponse::Ccid5`]):
+    /// `ccid5_hc_tx_rto_expire` and `bbr_set_state(DCCP_CA_Loss)`.
+    fn on_ccid5_rto(&mut self, event: &CongestionEvent) {
+        // ccid5.c:1085-1086: lost += pipe; cwnd = 1.
+        self.lost += event.prior_in_flight;
+        self.cwnd = self.mss;
+        // ccid5.c:1049-1051: only the previous state becomes Loss (the current one stays
+        // Open), full-pipe counting restarts, "treat RTO like end of a round"; 1052: the
+        // long-term model gets no sample. cwnd is not saved.
+        self.prev_loss_state = CaState::Loss;
+        self.full_bw = Rate::ZERO;
+        self.round_start = true;
+    }
+
+    /// What an ACK or a loss report counts, in bytes: [`Counting`].
+    fn counted(&self, bytes: u64, packets: u64) -> u64 {
+        match self.variant.counting {
+            Counting::Bytes => bytes,
+            Counting::Packets => packets * self.mss,
+        }
+    }
+
+    /// What this ACK newly acknowledged (Linux `rs->acked_sacked`).
+    fn acked(&self, ack: &AckEvent) -> u64 {
+        self.counted(ack.acked_bytes, ack.acked_packets)
+    }
+
+    /// Losses reported since the last ACK count toward its `rs->losses`.
+    fn note_lost(&mut self, event: &CongestionEvent) {
+        let lost = self.counted(event.lost_bytes, event.lost_packets);
+        self.lost += lost;
+        self.losses_since_ack += lost;
     }
 
     /// tcp_bbr.c `bbr_lt_bw_sampling`: detects a token-bucket policer
@@ -852,7 +1076,8 @@ impl Controller for Bbr {
     fn on_sent(&mut self, now: Instant, packet: &SentPacket) {
         self.note_start(now);
         // Nothing was in flight before this packet and the sender was app-limited.
-        if packet.in_flight <= packet.bytes && packet.snapshot.is_app_limited {
+        let restart = packet.in_flight <= packet.bytes && packet.snapshot.is_app_limited;
+        if restart && self.variant.idle_restart == IdleRestart::Recognised {
             self.on_restart_from_idle(now);
         }
     }
@@ -868,23 +1093,35 @@ impl Controller for Bbr {
         self.update_model(now, ack, sample.as_ref(), losses);
         let bw = self.bw();
         self.set_pacing_rate(bw, self.pacing_gain, ack.smoothed_rtt);
-        self.set_cwnd(ack, losses, bw);
+        self.update_tso_segs_goal();
+        let target_bw = match self.variant.cwnd_target_bw {
+            CwndTargetBw::ModelBw => bw,
+            CwndTargetBw::MaxBw => self.max_bw(),
+        };
+        self.set_cwnd(ack, losses, target_bw);
     }
 
     fn on_congestion(&mut self, now: Instant, event: &CongestionEvent) {
         self.note_start(now);
         match event.kind {
             CongestionKind::Loss => {
-                self.lost += event.lost_bytes;
-                self.losses_since_ack += event.lost_bytes;
-                self.on_loss(now, event.largest_sent_time);
+                self.note_lost(event);
+                if self.variant.loss_response == LossResponse::PacketConservation {
+                    self.on_loss(now, event.largest_sent_time);
+                }
             }
-            CongestionKind::PersistentCongestion => {
-                self.lost += event.lost_bytes;
-                self.on_persistent_congestion(now, event);
-            }
-            // BBR v1 does not react to ECN (tcp_bbr.c has no ECN logic).
-            CongestionKind::EcnCe => {}
+            CongestionKind::PersistentCongestion => match self.variant.rto {
+                RtoResponse::LinuxLoss => {
+                    self.lost += event.lost_bytes;
+                    self.on_persistent_congestion(now, event);
+                }
+                RtoResponse::Ccid5 => self.on_ccid5_rto(event),
+            },
+            CongestionKind::EcnCe => match self.variant.ecn {
+                // BBR v1 does not react to ECN (tcp_bbr.c has no ECN logic).
+                EcnResponse::Ignored => {}
+                EcnResponse::CountedLost => self.note_lost(event),
+            },
         }
     }
 
@@ -932,414 +1169,13 @@ fn flag(b: bool) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::test_path::*;
     use super::*;
-    use crate::controller::units::duration_nanos;
     use crate::controller::{DeliverySnapshot, ParamValue, Params};
-    use crate::estimators::delivery_rate::DeliveryRateSampler;
-    use crate::estimators::rtt::RttEstimator;
-    use std::collections::VecDeque;
 
-    const MSS: u64 = 1500;
-
-    fn mbps(v: f64) -> Rate {
-        Rate::from_bits_per_sec(v * 1e6)
-    }
-
-    fn ms(v: u64) -> Duration {
-        Duration::from_millis(v)
-    }
-
-    fn at(d: Duration) -> Instant {
-        Instant::from_nanos(duration_nanos(d))
-    }
-
-    fn before(t: Instant, d: Duration) -> Instant {
-        Instant::from_nanos(t.as_nanos() - duration_nanos(d))
-    }
-
-    fn config(seed: u64) -> ControllerConfig {
-        ControllerConfig {
-            seed,
-            ..ControllerConfig::default()
-        }
-    }
-
-    fn bbr(seed: u64) -> Bbr {
-        Bbr::new(&config(seed), BbrParams::default())
-    }
-
-    fn close(a: f64, b: f64, rel: f64) -> bool {
-        (a - b).abs() <= rel * b.abs().max(1e-12)
-    }
-
-    /// A token-bucket policer in front of the bottleneck.
-    #[derive(Clone, Copy, Debug)]
-    struct Policer {
-        rate: Rate,
-        bucket: u64,
-        tokens: f64,
-        last_ns: u64,
-    }
-
-    impl Policer {
-        fn new(rate: Rate, bucket: u64) -> Self {
-            Policer {
-                rate,
-                bucket,
-                tokens: bucket as f64,
-                last_ns: 0,
-            }
-        }
-
-        fn admits(&mut self, now_ns: u64, bytes: u64) -> bool {
-            let elapsed = (now_ns - self.last_ns) as f64 * 1e-9;
-            self.last_ns = now_ns;
-            self.tokens =
-                (self.tokens + elapsed * self.rate.bytes_per_sec()).min(self.bucket as f64);
-            let ok = self.tokens >= bytes as f64;
-            if ok {
-                self.tokens -= bytes as f64;
-            }
-            ok
-        }
-    }
-
-    /// The fake path: a FIFO bottleneck with an unlimited buffer, a fixed round-trip
-    /// propagation delay, and optional impairments.
-    #[derive(Clone, Debug)]
-    struct Path {
-        rate: Rate,
-        rtt: Duration,
-        /// From this time (ns) the bottleneck runs at another rate.
-        rate_change: Option<(u64, Rate)>,
-        /// From this time (ns) every packet takes this much longer.
-        extra_delay: Option<(u64, Duration)>,
-        /// A token-bucket policer before the bottleneck.
-        policer: Option<Policer>,
-        /// Random loss before the bottleneck: probability and generator.
-        random_loss: Option<(f64, ChaCha8Rng)>,
-        /// From this time (ns) the application produces data at this rate only.
-        app_rate: Option<(u64, Rate)>,
-    }
-
-    impl Path {
-        fn new(rate: Rate, rtt: Duration) -> Self {
-            Path {
-                rate,
-                rtt,
-                rate_change: None,
-                extra_delay: None,
-                policer: None,
-                random_loss: None,
-                app_rate: None,
-            }
-        }
-
-        fn rate_at(&self, t: u64) -> Rate {
-            match self.rate_change {
-                Some((from, rate)) if t >= from => rate,
-                _ => self.rate,
-            }
-        }
-
-        fn rtt_at(&self, t: u64) -> Duration {
-            match self.extra_delay {
-                Some((from, extra)) if t >= from => self.rtt + extra,
-                _ => self.rtt,
-            }
-        }
-
-        /// When the application has `bytes` more to send than it sent since it became limited,
-        /// for a send wanted at `t`; `None` while it is unlimited.
-        fn app_ready(&self, t: u64, bytes: u64) -> Option<u64> {
-            let (from, rate) = self.app_rate?;
-            (t >= from).then(|| from + rate.time_for(bytes).map_or(u64::MAX, duration_nanos))
-        }
-    }
-
-    /// A packet in flight through the fake path; `ack_at` is `None` for a dropped packet.
-    #[derive(Clone, Copy, Debug)]
-    struct Flight {
-        pn: u64,
-        sent: u64,
-        ack_at: Option<u64>,
-        snapshot: DeliverySnapshot,
-    }
-
-    /// What the driver recorded after one ACK.
-    #[derive(Clone, Copy, Debug)]
-    struct Row {
-        t: u64,
-        mode: Mode,
-        round: u64,
-        round_start: bool,
-        btl_bw: Rate,
-        min_rtt: Option<Duration>,
-        min_rtt_stamp: Option<Instant>,
-        pacing: Rate,
-        pacing_gain: f64,
-        cwnd: u64,
-        in_flight: u64,
-        cycle_index: usize,
-        full_bw_reached: bool,
-        lt_use_bw: bool,
-        lt_bw: Option<Rate>,
-        app_limited_sample: bool,
-    }
-
-    impl Row {
-        fn secs(&self) -> f64 {
-            self.t as f64 * 1e-9
-        }
-    }
-
-    /// A sender running BBR over a [`Path`]: sends paced, cwnd-limited packets, acknowledges
-    /// each one alone one RTT after it left the bottleneck, declares a dropped packet lost when
-    /// the third packet after it is acknowledged (RFC 9002 packet threshold), and feeds the
-    /// controller in the simulator's order (on_congestion before on_ack).
-    struct Driver {
-        cc: Bbr,
-        path: Path,
-        sampler: DeliveryRateSampler,
-        rtt: RttEstimator,
-        now: u64,
-        next_pn: u64,
-        next_send: u64,
-        link_free: u64,
-        in_flight: u64,
-        flights: VecDeque<Flight>,
-        app_sent: u64,
-        app_marked: bool,
-        rows: Vec<Row>,
-    }
-
-    impl Driver {
-        fn new(path: Path, cc: Bbr) -> Self {
-            Driver {
-                cc,
-                path,
-                sampler: DeliveryRateSampler::new(),
-                rtt: RttEstimator::new(),
-                now: 0,
-                next_pn: 0,
-                next_send: 0,
-                link_free: 0,
-                in_flight: 0,
-                flights: VecDeque::new(),
-                app_sent: 0,
-                app_marked: false,
-                rows: Vec::new(),
-            }
-        }
-
+    impl Driver<Bbr> {
         fn with_seed(path: Path, seed: u64) -> Self {
             Driver::new(path, bbr(seed))
-        }
-
-        fn instant(&self) -> Instant {
-            Instant::from_nanos(self.now)
-        }
-
-        /// Runs until `end` (time since the start).
-        fn run_until(&mut self, end: Duration) {
-            let end = duration_nanos(end);
-            loop {
-                let ack = self.flights.iter().find_map(|f| f.ack_at);
-                let send = self.next_send_time();
-                let (t, is_ack) = match (ack, send) {
-                    (Some(a), Some(s)) if a <= s => (a, true),
-                    (_, Some(s)) => (s, false),
-                    (Some(a), None) => (a, true),
-                    (None, None) => {
-                        // Everything in flight was dropped: a crude timeout.
-                        self.now += duration_nanos(self.path.rtt * 2);
-                        self.declare_all_lost();
-                        continue;
-                    }
-                };
-                if t > end {
-                    self.now = end;
-                    return;
-                }
-                self.now = t;
-                if is_ack {
-                    self.ack_next();
-                } else {
-                    self.send();
-                }
-            }
-        }
-
-        /// When the next packet may leave, `None` while cwnd is full; marks the connection
-        /// app-limited when only the application holds it back.
-        fn next_send_time(&mut self) -> Option<u64> {
-            if self.in_flight + MSS > self.cc.cwnd() {
-                return None;
-            }
-            let paced = self.next_send.max(self.now);
-            let Some(ready) = self.path.app_ready(paced, self.app_sent + MSS) else {
-                return Some(paced);
-            };
-            if ready > paced && !self.app_marked {
-                self.sampler.on_app_limited(self.in_flight);
-                self.cc.on_app_limited(self.instant());
-                self.app_marked = true;
-            }
-            Some(paced.max(ready))
-        }
-
-        fn send(&mut self) {
-            let now = self.instant();
-            let snapshot = self.sampler.on_packet_sent(now, self.in_flight, MSS);
-            self.in_flight += MSS;
-            let pn = self.next_pn;
-            self.next_pn += 1;
-            self.cc.on_sent(
-                now,
-                &SentPacket {
-                    packet_number: pn,
-                    bytes: MSS,
-                    is_retransmission: false,
-                    in_flight: self.in_flight,
-                    snapshot,
-                },
-            );
-            if self.path.app_rate.is_some_and(|(from, _)| self.now >= from) {
-                self.app_sent += MSS;
-            }
-            self.app_marked = false;
-            let ack_at = self.admit().then(|| self.through_bottleneck());
-            self.flights.push_back(Flight {
-                pn,
-                sent: self.now,
-                ack_at,
-                snapshot,
-            });
-            if let Some(rate) = self.cc.pacing_rate() {
-                let gap = rate.time_for(MSS).map_or(0, duration_nanos);
-                self.next_send = self.next_send.max(self.now) + gap;
-            }
-        }
-
-        /// Whether the packet sent now survives random loss and the policer.
-        fn admit(&mut self) -> bool {
-            if let Some((p, rng)) = self.path.random_loss.as_mut() {
-                if rng.gen_bool(*p) {
-                    return false;
-                }
-            }
-            let now = self.now;
-            self.path
-                .policer
-                .as_mut()
-                .is_none_or(|p| p.admits(now, MSS))
-        }
-
-        /// Queues the packet sent now at the bottleneck; returns when its ACK arrives.
-        fn through_bottleneck(&mut self) -> u64 {
-            let start = self.link_free.max(self.now);
-            let rate = self.path.rate_at(start);
-            self.link_free = start + rate.time_for(MSS).map_or(0, duration_nanos);
-            self.link_free + duration_nanos(self.path.rtt_at(self.now))
-        }
-
-        fn ack_next(&mut self) {
-            let now = self.instant();
-            let index = self
-                .flights
-                .iter()
-                .position(|f| f.ack_at.is_some())
-                .expect("an ACK is due");
-            let acked = self.flights.remove(index).expect("index is valid");
-            let prior_in_flight = self.in_flight;
-            self.in_flight -= MSS;
-            let rtt = now - Instant::from_nanos(acked.sent);
-            self.rtt.on_sample(rtt, Duration::ZERO);
-            let sent = Instant::from_nanos(acked.sent);
-            self.sampler
-                .on_packet_acked(now, MSS, sent, &acked.snapshot);
-            self.detect_lost(acked.pn);
-            let rate = self.sampler.generate_sample(self.rtt.min());
-            let ack = AckEvent {
-                acked_bytes: MSS,
-                acked_packets: 1,
-                largest_acked_sent_time: sent,
-                rtt_sample: Some(rtt),
-                min_rtt: self.rtt.min(),
-                smoothed_rtt: self.rtt.smoothed(),
-                rate,
-                delivered: self.sampler.delivered(),
-                prior_in_flight,
-                in_flight: self.in_flight,
-                app_limited: rate.map_or(acked.snapshot.is_app_limited, |r| r.is_app_limited),
-                ack_delay: None,
-                one_way_delay: None,
-            };
-            let marked = rate.map(|r| self.cc.with_probe_rtt_mark(&r).is_app_limited);
-            self.cc.on_ack(now, &ack);
-            self.rows.push(self.row(marked.unwrap_or(false)));
-        }
-
-        /// Declares lost the dropped packets at least 3 below `acked_pn`.
-        fn detect_lost(&mut self, acked_pn: u64) {
-            let mut lost = 0;
-            let mut newest = 0;
-            while let Some(f) = self.flights.front() {
-                if f.ack_at.is_some() || f.pn + 3 > acked_pn {
-                    break;
-                }
-                newest = f.sent;
-                lost += 1;
-                self.flights.pop_front();
-            }
-            self.report_lost(lost, newest);
-        }
-
-        fn declare_all_lost(&mut self) {
-            let lost = self.flights.len() as u64;
-            let newest = self.flights.back().map_or(0, |f| f.sent);
-            self.flights.clear();
-            self.report_lost(lost, newest);
-        }
-
-        fn report_lost(&mut self, packets: u64, newest_sent: u64) {
-            if packets == 0 {
-                return;
-            }
-            let prior_in_flight = self.in_flight;
-            self.in_flight -= packets * MSS;
-            self.sampler.on_packet_lost(packets * MSS);
-            let event = CongestionEvent {
-                kind: CongestionKind::Loss,
-                lost_bytes: packets * MSS,
-                lost_packets: packets,
-                largest_sent_time: Instant::from_nanos(newest_sent),
-                prior_in_flight,
-                in_flight: self.in_flight,
-            };
-            self.cc.on_congestion(self.instant(), &event);
-        }
-
-        fn row(&self, app_limited_sample: bool) -> Row {
-            let c = &self.cc;
-            Row {
-                t: self.now,
-                mode: c.mode,
-                round: c.round_count,
-                round_start: c.round_start,
-                btl_bw: c.max_bw(),
-                min_rtt: c.min_rtt,
-                min_rtt_stamp: c.min_rtt_stamp,
-                pacing: c.pacing_rate,
-                pacing_gain: c.pacing_gain,
-                cwnd: c.cwnd,
-                in_flight: self.in_flight,
-                cycle_index: c.cycle_index,
-                full_bw_reached: c.full_bw_reached,
-                lt_use_bw: c.lt.use_bw,
-                lt_bw: c.lt.bw,
-                app_limited_sample,
-            }
         }
     }
 
@@ -1629,25 +1465,6 @@ mod tests {
         assert_eq!(c.min_rtt, Some(rtt + ms(1)));
     }
 
-    /// An ACK of one packet with no rate sample, `in_flight` bytes left.
-    fn steady_ack(in_flight: u64, rtt: Duration) -> AckEvent {
-        AckEvent {
-            acked_bytes: MSS,
-            acked_packets: 1,
-            largest_acked_sent_time: Instant::ZERO,
-            rtt_sample: Some(rtt),
-            min_rtt: Some(rtt),
-            smoothed_rtt: Some(rtt),
-            rate: None,
-            delivered: 0,
-            prior_in_flight: in_flight + MSS,
-            in_flight,
-            app_limited: false,
-            ack_delay: None,
-            one_way_delay: None,
-        }
-    }
-
     #[test]
     fn pacing_rate_is_gain_times_btl_bw_less_one_percent() {
         let mut d = Driver::with_seed(Path::new(mbps(10.0), ms(40)), 6);
@@ -1698,7 +1515,7 @@ mod tests {
     }
 
     /// A controller in ProbeBW on 10 Mbps / 40 ms, and its driver.
-    fn steady_driver(seed: u64) -> Driver {
+    fn steady_driver(seed: u64) -> Driver<Bbr> {
         let mut d = Driver::with_seed(Path::new(mbps(10.0), ms(40)), seed);
         d.run_until(Duration::from_secs(2));
         assert_eq!(d.cc.mode, Mode::ProbeBw);
@@ -1932,53 +1749,6 @@ mod tests {
             "{} rounds",
             dropped.round - change.round
         );
-    }
-
-    /// Feeds `acks` ACKs of steady delivery at `rate` over `rtt`: one packet per ACK, with
-    /// `lose_every`-th ACK preceded by the loss of one packet; returns the time reached.
-    fn feed_steady(
-        c: &mut Bbr,
-        from: Duration,
-        acks: u64,
-        rate: Rate,
-        rtt: Duration,
-        lose_every: u64,
-    ) -> Duration {
-        let gap = rate.time_for(MSS).expect("positive rate");
-        let bdp = (rate.bytes_in(rtt) as u64 / MSS).max(1) * MSS;
-        let mut now = from;
-        for _ in 0..acks {
-            now += gap;
-            c.losses_since_ack = 0;
-            let delivered = c.delivered + MSS;
-            // Keep lost = delivered / lose_every packets.
-            if lose_every > 0 && c.lost / MSS < delivered / MSS / lose_every {
-                c.on_congestion(
-                    at(now),
-                    &CongestionEvent {
-                        kind: CongestionKind::Loss,
-                        lost_bytes: MSS,
-                        lost_packets: 1,
-                        largest_sent_time: at(now.saturating_sub(rtt / 2)),
-                        prior_in_flight: bdp + MSS,
-                        in_flight: bdp,
-                    },
-                );
-            }
-            let mut ack = steady_ack(bdp, rtt);
-            ack.largest_acked_sent_time = at(now.saturating_sub(rtt));
-            ack.delivered = delivered;
-            ack.rate = Some(RateSample {
-                delivered: bdp,
-                interval: rtt,
-                is_app_limited: false,
-                prior_delivered: delivered.saturating_sub(bdp),
-                lost: 0,
-                tx_in_flight: bdp,
-            });
-            c.on_ack(at(now), &ack);
-        }
-        now
     }
 
     #[test]
