@@ -1,8 +1,8 @@
 //! The registry: every controller by name, with its parameters, and a builder that turns a
 //! name plus a parameter table into a running controller or a clear error.
 
-use crate::algorithms::{ccid2, ccid5};
 use crate::algorithms::{bbr, bbr2, cubic, fq_switch, newreno, quic_dc, siad, westwood};
+use crate::algorithms::{ccid2, ccid5};
 use crate::algorithms::{delay_fq, highspeed, htcp, scalable, vivace};
 use crate::controller::{
     Controller, ControllerConfig, ControllerInfo, ParamError, ParamReader, Params,

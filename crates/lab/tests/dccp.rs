@@ -48,7 +48,7 @@ fn refused(text: &str) -> ScenarioError {
 
 #[test]
 fn every_offered_packet_is_delivered_lost_on_the_path_or_dropped_at_the_sender() {
-    for cc in ["newreno", "cubic", "bbr"] {
+    for cc in ["ccid2", "ccid5", "newreno", "cubic", "bbr"] {
         let out = run_text(&scenario(cc, 0.01, ""));
         let f = &out.result.flows[0];
         let c = &f.counters;
@@ -130,6 +130,11 @@ fn options_of_the_reliable_transport_and_a_zero_ack_ratio_are_refused() {
     }
     let e = refused(&scenario("pcc", 0.0, ""));
     assert_eq!(e.field, "flows[0].pacing", "{e}");
+    // A CCID counts packets and sets the receiver's Ack Ratio: DCCP only.
+    let reliable = scenario("ccid2", 0.0, "").replace("transport = \"dccp\"", "");
+    let e = refused(&reliable);
+    assert_eq!(e.field, "flows[0].cc", "{e}");
+    assert!(e.message.contains("transport = \"dccp\""), "{e}");
 }
 
 /// One bulk DCCP flow of `cc` alone on 10 Mbit/s, 40 ms, a 1 BDP buffer, traced every
@@ -203,4 +208,23 @@ fn ccid2_grows_about_one_and_a_half_times_per_rtt_halves_at_most_once_per_rtt_an
     );
     let util = out.summary.links[0].utilisation;
     assert!(util >= 0.9, "utilisation {util}");
+}
+
+#[test]
+fn ccid5_alone_leaves_startup_within_log2_bdp_plus_4_rounds_and_keeps_the_rtt_near_base() {
+    // On a host that paces at the rate CCID 5 sets (fq): BBR's low queue needs its pacing;
+    // unpaced, the paper's CCID 5 holds 2 BDP in flight (docs/ccid5.md).
+    let out = run_text(&alone("ccid5", "30s", "10ms", "pacing = true"));
+    let s = &out.result.trace.as_ref().expect("traced").flows[0];
+    let first_not_startup = s.mode.iter().position(|&m| m != "startup").expect("leaves");
+    let rounds = s.column("round_count").expect("round_count")[first_not_startup];
+    // BDP: 10 Mbit/s x 40 ms = 33 packets; Startup doubles per round from 10 packets and
+    // needs 3 rounds without 25 % growth to stop (BBR paper "Startup").
+    let bound = (33f64).log2() + 4.0;
+    assert!(
+        rounds <= bound,
+        "left Startup after {rounds} rounds, bound {bound:.1}"
+    );
+    let rtt = out.summary.flows[0].rtt_mean_ms.expect("RTT samples");
+    assert!(rtt < 1.25 * 40.0, "mean RTT {rtt} ms, base 40 ms");
 }

@@ -75,8 +75,12 @@ fn flow(rng: &mut ChaCha8Rng, path: &str, back: &str, duration: f64) -> String {
             rng.gen_range(start + 0.01..=duration + 1.0)
         );
     }
+    let all = controllers();
+    let cc = &all[rng.gen_range(0..all.len())];
+    // DCCP for the CCIDs, which run on nothing else, and for a sixth of the others.
+    let dccp = cc.dccp_only || rng.gen_bool(0.15);
     match rng.gen_range(0..6) {
-        0 => {
+        0 if !dccp => {
             let _ = writeln!(
                 t,
                 "transport = \"datagram\"\napp = \"cbr\"\nrate = \"{:.3}Mbps\"",
@@ -84,7 +88,7 @@ fn flow(rng: &mut ChaCha8Rng, path: &str, back: &str, duration: f64) -> String {
             );
             return t;
         }
-        1 => {
+        1 if !dccp => {
             let _ = writeln!(
                 t,
                 "arrivals = {{ size = \"{}KB\", interarrival = {{ exponential = \"{:.2}s\" }} }}",
@@ -104,10 +108,13 @@ fn flow(rng: &mut ChaCha8Rng, path: &str, back: &str, duration: f64) -> String {
         }
         _ => {}
     }
-    let all = controllers();
-    let cc = all[rng.gen_range(0..all.len())].name;
-    let _ = writeln!(t, "cc = \"{cc}\"\nreverse_path = [{back}]");
-    if rng.gen_bool(0.3) {
+    let _ = writeln!(t, "cc = \"{}\"\nreverse_path = [{back}]", cc.name);
+    if dccp {
+        t += "transport = \"dccp\"\n";
+        if cc.rate_based {
+            t += "pacing = true\n";
+        }
+    } else if rng.gen_bool(0.3) {
         t += "delayed_ack = true\n";
     }
     t

@@ -71,6 +71,9 @@ pub struct DccpSender {
     bulk: bool,
     /// Application bytes produced so far (whole packets).
     produced: u64,
+    /// Application bytes of the packets the controller was asked to send, each time it was
+    /// asked (Linux ccid5.c `bytes_att`).
+    attempted: u64,
     /// When each queued packet was handed over, oldest first.
     queue: VecDeque<u64>,
     rtt: RttEstimator,
@@ -107,6 +110,7 @@ impl DccpSender {
             app: Application::new(app),
             bulk: matches!(app, AppConfig::Bulk { .. }),
             produced: 0,
+            attempted: 0,
             queue: VecDeque::new(),
             rtt: RttEstimator::new(),
             rate: DeliveryRateSampler::new(),
@@ -246,23 +250,45 @@ impl DccpSender {
 
     fn send_ready(&mut self, now: u64, out: &mut Vec<Packet>) {
         self.burst_cut = false;
+        let payload = u64::from(self.cfg.payload());
         for _ in 0..MAX_SENDS_PER_EVENT {
-            if !self.has_room() || (self.pacing_rate().is_some() && now < self.next_send_ns) {
-                return;
-            }
-            let Some(app_ns) = self.queue.pop_front() else {
-                self.rate.on_app_limited(self.in_flight());
-                self.cc.on_app_limited(Instant::from_nanos(now));
+            if self.queue.is_empty() {
                 if self.pipe == 0 && !self.idle {
                     self.idle = true;
                     self.cc.on_idle(Instant::from_nanos(now));
                 }
                 return;
-            };
+            }
+            if !self.has_room() {
+                // Linux DCCP asks the CCID about the head packet and is told to wait: one
+                // more attempt than packets sent (ccid5.c ccid5_hc_tx_send_packet).
+                self.attempted += payload;
+                return;
+            }
+            if self.pacing_rate().is_some() && now < self.next_send_ns {
+                return;
+            }
+            let app_ns = self.queue.pop_front().expect("the queue is not empty");
+            self.check_app_limited(now);
+            self.attempted += payload;
             self.send(now, app_ns, out);
             self.take_from_app(now);
         }
         self.burst_cut = true;
+    }
+
+    /// The application-limited test of Linux's DCCP rate sampler (ccid5.c
+    /// `dccp_rate_check_app_limited`, its copy of tcp_rate.c's), as a packet leaves: it is the
+    /// only one the socket holds, the window has room, and every packet the CCID was asked
+    /// about went out (fewer than a packet's bytes attempted and not sent). Once the window has
+    /// held a packet back, attempts stay ahead of sends and the flow is never marked again.
+    fn check_app_limited(&mut self, now: u64) {
+        let payload = u64::from(self.cfg.payload());
+        let sent = self.stats.counters.bytes_sent;
+        if self.attempted - sent < payload && self.queue.is_empty() && self.has_room() {
+            self.rate.on_app_limited(self.in_flight());
+            self.cc.on_app_limited(Instant::from_nanos(now));
+        }
     }
 
     fn send(&mut self, now: u64, app_ns: u64, out: &mut Vec<Packet>) {
