@@ -11,7 +11,7 @@ use crate::config::TransportConfig;
 use crate::events::{EventQueue, LazyTimer, Target};
 use crate::hist::Histogram;
 use crate::packet::{AckFrame, Body, Packet};
-use crate::stats::{EventSpan, FlowCounters};
+use crate::stats::{EventSpan, FlowCounters, LossEpisodes};
 use crate::stream::SendStream;
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::estimators::delivery_rate::DeliveryRateSampler;
@@ -92,7 +92,7 @@ pub struct Sender {
     probes_due: u32,
     last_sent_ns: u64,
     first_rtt_sample_ns: Option<u64>,
-    recovery_start_ns: Option<u64>,
+    loss_episodes: LossEpisodes,
     started: bool,
     idle: bool,
     finished_ns: Option<u64>,
@@ -141,7 +141,7 @@ impl Sender {
             probes_due: 0,
             last_sent_ns: 0,
             first_rtt_sample_ns: None,
-            recovery_start_ns: None,
+            loss_episodes: LossEpisodes::default(),
             started: false,
             idle: false,
             finished_ns: None,
@@ -539,14 +539,7 @@ impl Sender {
     /// A congestion event for the metrics: losses of a packet sent after the previous event
     /// began (one per RFC 9002 recovery period, whatever the controller does with it).
     fn count_loss_event(&mut self, now: u64, newest_lost_sent_ns: u64) {
-        if self
-            .recovery_start_ns
-            .is_some_and(|s| newest_lost_sent_ns <= s)
-        {
-            return;
-        }
-        self.recovery_start_ns = Some(now);
-        if self.measuring {
+        if self.loss_episodes.begins(now, newest_lost_sent_ns) && self.measuring {
             self.stats.counters.loss_events += 1;
             self.stats.loss_events.record(now);
         }

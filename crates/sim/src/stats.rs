@@ -106,6 +106,26 @@ impl EventSpan {
     }
 }
 
+/// Congestion events as the metrics count them: losses of a packet sent after the previous event
+/// began start a new one (one per RFC 9002 §7.3.2 recovery period), whatever the controller does
+/// with them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LossEpisodes {
+    started_ns: Option<u64>,
+}
+
+impl LossEpisodes {
+    /// Whether losses detected at `now_ns`, the newest of them sent at `newest_lost_sent_ns`,
+    /// begin a new event.
+    pub fn begins(&mut self, now_ns: u64, newest_lost_sent_ns: u64) -> bool {
+        if self.started_ns.is_some_and(|s| newest_lost_sent_ns <= s) {
+            return false;
+        }
+        self.started_ns = Some(now_ns);
+        true
+    }
+}
+
 /// What arrived since the last trace sample: the packets' latency and their application bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IntervalTally {

@@ -12,7 +12,7 @@ use crate::config::{AppConfig, DccpConfig};
 use crate::events::{EventQueue, LazyTimer, Target};
 use crate::hist::Histogram;
 use crate::packet::{Body, Packet};
-use crate::stats::{EventSpan, FlowCounters};
+use crate::stats::{EventSpan, FlowCounters, LossEpisodes};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::estimators::delivery_rate::DeliveryRateSampler;
 use kleinrock_cc::estimators::rtt::RttEstimator;
@@ -87,7 +87,7 @@ pub struct DccpSender {
     next_send_ns: u64,
     /// Greatest Acknowledgement Number received, for the receiver's pruning.
     ack_of_ack: Option<u64>,
-    recovery_start_ns: Option<u64>,
+    loss_episodes: LossEpisodes,
     started: bool,
     idle: bool,
     measuring: bool,
@@ -122,7 +122,7 @@ impl DccpSender {
             rto_deadline: None,
             next_send_ns: 0,
             ack_of_ack: None,
-            recovery_start_ns: None,
+            loss_episodes: LossEpisodes::default(),
             started: false,
             idle: false,
             measuring: false,
@@ -489,14 +489,7 @@ impl DccpSender {
     /// A congestion event for the metrics: losses of a packet sent after the previous event
     /// began (as the reliable transport counts them).
     fn count_loss_event(&mut self, now: u64, newest_lost_sent_ns: u64) {
-        if self
-            .recovery_start_ns
-            .is_some_and(|s| newest_lost_sent_ns <= s)
-        {
-            return;
-        }
-        self.recovery_start_ns = Some(now);
-        if self.measuring {
+        if self.loss_episodes.begins(now, newest_lost_sent_ns) && self.measuring {
             self.stats.counters.loss_events += 1;
             self.stats.loss_events.record(now);
         }
