@@ -88,11 +88,37 @@ fn bad_input_names_the_field_and_writes_nothing() {
             GOOD.replace("path = [\"bottleneck\"]", "path = [\"bottlenek\"]"),
             "flows[0].path",
         ),
+        (
+            "dccp-delayed-ack",
+            GOOD.replace(
+                "cc = \"newreno\"",
+                "cc = \"ccid2\"\ntransport = \"dccp\"\ndelayed_ack = true",
+            ),
+            "flows[0].delayed_ack",
+        ),
+        (
+            "dccp-ack-ratio-0",
+            GOOD.replace(
+                "cc = \"newreno\"",
+                "cc = \"ccid5\"\ntransport = \"dccp\"\nack_ratio = 0",
+            ),
+            "flows[0].ack_ratio",
+        ),
+        (
+            "ccid-on-reliable",
+            GOOD.replace("\"newreno\"", "\"ccid2\""),
+            "flows[0].cc",
+        ),
     ];
     for (name, text, field) in cases {
         let (o, out) = run_bad(&dir, name, &text);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{name}: exit status {:?}", o.status);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{name}: exit status {:?}",
+            o.status
+        );
         assert!(
             err.contains(field),
             "{name}: error does not name `{field}`: {err}"
