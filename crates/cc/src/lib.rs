@@ -33,6 +33,7 @@
 pub mod algorithms;
 pub mod controller;
 pub mod estimators;
+pub mod multipath;
 pub mod registry;
 #[cfg(test)]
 mod testing;

@@ -113,6 +113,9 @@ fn pick(set: ScenarioSet, point: Option<usize>) -> Result<Scenario, String> {
 
 /// `s` if it has the one flow a transfer can run.
 fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
+    if !s.tunnels.is_empty() {
+        return Err("a multipath tunnel is simulator-only: the real datapath has none yet".into());
+    }
     let [flow] = &s.flows[..] else {
         return Err("a transfer scenario needs exactly one flow".into());
     };
@@ -305,6 +308,7 @@ fn real_summary(
         warmup_s: 0.0,
         flows: vec![flow],
         links: vec![data_link, ack_link],
+        tunnels: Vec::new(),
         jain_index: None,
         warnings: Vec::new(),
     }

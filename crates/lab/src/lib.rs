@@ -14,6 +14,7 @@ pub mod runner;
 pub mod scenario;
 pub mod source;
 pub mod sweep;
+pub mod tunnel;
 
 /// The built-in demo: 10 Mbps, 50 ms RTT, 2 BDP drop-tail buffer, 60 s; NewReno and Cubic,
 /// each alone.

@@ -11,7 +11,8 @@ use crate::scenario::{FlowTransport, Scenario};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::ControllerState;
 use kleinrock_sim::hist::Histogram;
-use kleinrock_sim::{EventSpan, LinkStats, SimResult};
+use kleinrock_sim::tunnel::TunnelCounters;
+use kleinrock_sim::{EventSpan, LinkStats, SimResult, TunnelStats};
 use serde::Serialize;
 
 /// Metrics of one flow.
@@ -175,6 +176,125 @@ pub struct LinkMetrics {
     pub policed_packets: u64,
 }
 
+/// What became of the packets that entered one direction of a tunnel, over the whole run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TunnelCounts {
+    /// Packets that entered.
+    pub entered: u64,
+    /// Forwarded by the far end, once each.
+    pub forwarded: u64,
+    /// Of those, forwarded after a later packet.
+    pub forwarded_late: u64,
+    /// Dropped at the tunnel's full queue.
+    pub queue_drops: u64,
+    /// Copies refused by a subflow's full send queue.
+    pub send_queue_drops: u64,
+    /// Copies lost on their path.
+    pub lost_on_paths: u64,
+    /// Copies dropped by the reordering stage as late.
+    pub reorder_drops: u64,
+    /// Copies dropped as duplicates (the redundant scheduler's).
+    pub duplicates: u64,
+    /// Sequence numbers the reordering stage stopped waiting for.
+    pub gaps_skipped: u64,
+    /// Most packets the reordering buffer held.
+    pub most_buffered: u64,
+}
+
+impl From<TunnelCounters> for TunnelCounts {
+    fn from(c: TunnelCounters) -> Self {
+        TunnelCounts {
+            entered: c.entered,
+            forwarded: c.forwarded,
+            forwarded_late: c.forwarded_late,
+            queue_drops: c.queue_drops,
+            send_queue_drops: c.send_queue_drops,
+            lost_on_paths: c.lost_on_paths,
+            reorder_drops: c.reorder_drops,
+            duplicates: c.duplicates,
+            gaps_skipped: c.gaps_skipped,
+            most_buffered: c.most_buffered,
+        }
+    }
+}
+
+/// Metrics of one path of a tunnel: its subflow towards the tunnel's far end, over the window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PathMetrics {
+    /// Path name.
+    pub name: String,
+    /// Its CCID.
+    pub cc: String,
+    /// Bits per second of carried packets (their own bytes) received at the far end.
+    pub throughput_bps: f64,
+    /// Its part of what every path of the tunnel received, 0 to 1.
+    pub share: f64,
+    /// Tunnel packets sent on it.
+    pub sent_packets: u64,
+    /// Of those, not received at the far end.
+    pub lost_packets: u64,
+    /// Mean RTT of its subflow, ms.
+    pub rtt_mean_ms: Option<f64>,
+    /// Latency from the tunnel's entry to the path's far end, before reordering.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    /// Congestion events of its subflow.
+    pub loss_events: u64,
+}
+
+/// Metrics of one multipath tunnel.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TunnelMetrics {
+    /// Tunnel name.
+    pub name: String,
+    /// Latency from the tunnel's entry to forwarding at the far end, after reordering, of the
+    /// packets that entered in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    /// What became of the packets that entered towards the far end.
+    pub forward: TunnelCounts,
+    /// The same for the direction back (the carried flows' ACKs).
+    pub backward: TunnelCounts,
+    /// Per path.
+    pub paths: Vec<PathMetrics>,
+}
+
+/// The metrics of tunnel `t` of `scenario`.
+fn tunnel_metrics(scenario: &Scenario, i: usize, t: &TunnelStats) -> TunnelMetrics {
+    let plan = &scenario.tunnels[i];
+    let total: u64 = t.paths.iter().map(|p| p[0].counters.bytes_delivered).sum();
+    let paths = t
+        .paths
+        .iter()
+        .zip(&plan.paths)
+        .map(|([s, _], p)| {
+            let c = &s.counters;
+            PathMetrics {
+                name: s.name.clone(),
+                cc: p.cc.clone(),
+                throughput_bps: per_second(c.bytes_delivered, s.active_ns),
+                share: if total == 0 {
+                    0.0
+                } else {
+                    c.bytes_delivered as f64 / total as f64
+                },
+                sent_packets: c.packets_sent,
+                lost_packets: c.packets_lost,
+                rtt_mean_ms: ms(s.rtt.mean()),
+                latency: Latency::of(&s.latency),
+                loss_events: c.loss_events,
+            }
+        })
+        .collect();
+    TunnelMetrics {
+        name: t.name.clone(),
+        latency: Latency::of(&t.latency[0]),
+        forward: t.counters[0].into(),
+        backward: t.counters[1].into(),
+        paths,
+    }
+}
+
 /// Everything a run reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
@@ -194,6 +314,9 @@ pub struct Summary {
     pub flows: Vec<FlowMetrics>,
     /// Per link.
     pub links: Vec<LinkMetrics>,
+    /// Per multipath tunnel.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tunnels: Vec<TunnelMetrics>,
     /// Jain's fairness index (sum x)^2 / (n sum x^2) over the goodputs of the flows that have
     /// a controller and were active in the window (short-flow arrivals excluded); `None` with
     /// fewer than two such flows.
@@ -329,6 +452,12 @@ pub fn summarize(scenario: &Scenario, result: &SimResult) -> Summary {
         warmup_s: secs(result.warmup_ns),
         flows,
         links,
+        tunnels: result
+            .tunnels
+            .iter()
+            .enumerate()
+            .map(|(i, t)| tunnel_metrics(scenario, i, t))
+            .collect(),
         jain_index: jain_index(&goodputs),
         warnings: Vec::new(),
     }

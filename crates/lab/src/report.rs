@@ -1,6 +1,6 @@
 //! Terminal tables: a run's flows and links, and one row per point of a sweep.
 
-use crate::metrics::{FlowMetrics, Summary};
+use crate::metrics::{FlowMetrics, Latency, Summary, TunnelMetrics};
 use crate::sweep::label;
 
 /// A plain text table with right-aligned numeric columns.
@@ -151,6 +151,10 @@ pub fn run_tables(s: &Summary) -> String {
         out.push('\n');
         out.push_str(&t);
     }
+    for t in &s.tunnels {
+        out.push('\n');
+        out.push_str(&tunnel_table(t));
+    }
     out.push('\n');
     out.push_str(&links.render());
     for w in &s.warnings {
@@ -193,6 +197,55 @@ fn latency_table(s: &Summary) -> Option<String> {
         ]);
     }
     Some(t.render())
+}
+
+/// A tunnel: one row per path, then the tunnel end to end, and what became of its packets.
+fn tunnel_table(t: &TunnelMetrics) -> String {
+    let mut table = Table::new(&[
+        "tunnel path",
+        "cc",
+        "rx Mbps",
+        "share %",
+        "lost pkt",
+        "latency avg ms",
+        "p95",
+        "RTT ms",
+    ]);
+    let latency = |l: Option<Latency>| [num(l.map(|l| l.mean_ms), 1), num(l.map(|l| l.p95_ms), 1)];
+    for p in &t.paths {
+        let mut cells = vec![
+            format!("{}.{}", t.name, p.name),
+            p.cc.clone(),
+            num(Some(p.throughput_bps / 1e6), 2),
+            num(Some(p.share * 100.0), 1),
+            p.lost_packets.to_string(),
+        ];
+        cells.extend(latency(p.latency));
+        cells.push(num(p.rtt_mean_ms, 1));
+        table.row(cells);
+    }
+    let mut cells = vec![format!("{} (after reordering)", t.name), "-".into()];
+    cells.extend(["-".to_string(), "-".into(), "-".into()]);
+    cells.extend(latency(t.latency));
+    cells.push("-".into());
+    table.row(cells);
+    let c = &t.forward;
+    format!(
+        "{}{}: {} packets entered, {} forwarded ({} late); dropped: {} at the tunnel queue, \
+         {} at subflow send queues, {} in reordering; {} lost on paths, {} duplicates, {} \
+         gaps skipped\n",
+        table.render(),
+        t.name,
+        c.entered,
+        c.forwarded,
+        c.forwarded_late,
+        c.queue_drops,
+        c.send_queue_drops,
+        c.reorder_drops,
+        c.lost_on_paths,
+        c.duplicates,
+        c.gaps_skipped
+    )
 }
 
 /// One row per sweep point (per flow of each point when a scenario has several flows), with

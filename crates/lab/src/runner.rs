@@ -66,9 +66,11 @@ pub fn write_file(
     w.flush()
 }
 
-/// Writes one run's files under `dir`: `summary.json`, traces as `flows/<name>.csv` and
-/// `links/<name>.csv`, each flow's RTT CDF as `rtt_cdf/<name>.csv` and its per-packet latency
-/// CDF as `latency_cdf/<name>.csv`.
+/// Writes one run's files under `dir`: `summary.json`, traces as `flows/<name>.csv`,
+/// `links/<name>.csv` and `tunnels/<tunnel>.csv` with `tunnels/<tunnel>.<path>.csv`, each
+/// flow's RTT CDF as `rtt_cdf/<name>.csv` and its per-packet latency CDF as
+/// `latency_cdf/<name>.csv`, and a tunnel's latency CDFs (end to end, and per path) as
+/// `latency_cdf/<tunnel>.csv` and `latency_cdf/<tunnel>.<path>.csv`.
 pub fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
     write_file(&dir.join("summary.json"), |w| {
         serde_json::to_writer_pretty(&mut *w, &out.summary)?;
@@ -86,6 +88,20 @@ pub fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
                 .join("links")
                 .join(format!("{}.csv", file_name(&s.name)));
             write_file(&path, |w| s.write_csv(w))?;
+        }
+        for s in trace.tunnels.iter().flatten() {
+            let path = dir
+                .join("tunnels")
+                .join(format!("{}.csv", file_name(&s.name)));
+            write_file(&path, |w| s.write_csv(w))?;
+        }
+    }
+    for t in &out.result.tunnels {
+        let cdfs = dir.join("latency_cdf");
+        write_cdf(&cdfs, &t.name, "latency_ms", &t.latency[0])?;
+        for [p, _] in &t.paths {
+            let name = format!("{}.{}", t.name, p.name);
+            write_cdf(&cdfs, &name, "latency_ms", &p.latency)?;
         }
     }
     for f in &out.result.flows {

@@ -4,9 +4,11 @@
 
 use crate::limits::{self, bytes_within, duration_within, rate_within, whole_within};
 use crate::sweep::{expand, SweepPoint};
+use crate::tunnel::{resolve_tunnel, TunnelPlan, TunnelSpec};
 use kleinrock_cc::controller::units::{parse_bytes, parse_duration, parse_rate};
 use kleinrock_cc::registry::find;
 use kleinrock_cc::{build, BuildError, ControllerConfig, ParamValue, Params, Rate};
+use kleinrock_sim::TunnelConfig;
 use kleinrock_sim::{
     AppConfig, ArrivalConfig, BufferLimit, ControllerFactory, DccpConfig, FlowConfig, FlowKind,
     Interarrival, LinkConfig, LossConfig, ParamChange, PolicerConfig, QdiscConfig, RouteChange,
@@ -52,6 +54,8 @@ struct FileSpec {
     trace_interval: Option<String>,
     links: Vec<LinkSpec>,
     flows: Vec<FlowSpec>,
+    #[serde(default)]
+    tunnels: Vec<TunnelSpec>,
 }
 
 fn default_seed() -> u64 {
@@ -141,9 +145,11 @@ struct FlowSpec {
     cc: Option<String>,
     #[serde(default)]
     params: toml::Table,
+    #[serde(default)]
     path: Vec<String>,
     #[serde(default)]
     reverse_path: Vec<String>,
+    tunnel: Option<String>,
     start: Option<String>,
     stop: Option<String>,
     size: Option<String>,
@@ -218,6 +224,8 @@ pub struct FlowPlan {
     pub events: Vec<ParamChange>,
     /// Short-flow arrivals: the flow is a process of transfers, each a new connection.
     pub arrivals: Option<ArrivalConfig>,
+    /// The tunnel (an index into the scenario's) that carries it; its paths are then empty.
+    pub tunnel: Option<usize>,
 }
 
 impl FlowPlan {
@@ -255,6 +263,8 @@ pub struct Scenario {
     pub route_changes: Vec<RouteChange>,
     /// Flows.
     pub flows: Vec<FlowPlan>,
+    /// Multipath tunnels.
+    pub tunnels: Vec<TunnelPlan>,
 }
 
 impl Scenario {
@@ -283,7 +293,26 @@ impl Scenario {
             links: self.links.clone(),
             route_changes: self.route_changes.clone(),
             flows,
+            tunnels: self.sim_tunnels(),
         }
+    }
+
+    /// The simulator's tunnels, each with the flows it carries; the subflows' controllers are
+    /// seeded as flows numbered after the scenario's own.
+    fn sim_tunnels(&self) -> Vec<TunnelConfig> {
+        let mut first = self.flows.len();
+        self.tunnels
+            .iter()
+            .enumerate()
+            .map(|(t, plan)| {
+                let carried = (0..self.flows.len())
+                    .filter(|&i| self.flows[i].tunnel == Some(t))
+                    .collect();
+                let config = plan.sim_config(carried, self.seed, first);
+                first += 2 * plan.paths.len();
+                config
+            })
+            .collect()
     }
 
     /// Round-trip propagation delay of flow `i` (forward plus reverse path delays), with the
@@ -360,7 +389,11 @@ fn controller_factory(cc: &str, params: &Params, config: ControllerConfig) -> Co
 
 /// The controller settings of a flow: its transport's packet size, and a seed derived from the
 /// scenario seed and the flow's index (so flows draw different, reproducible numbers).
-fn controller_config(packet_size: u32, scenario_seed: u64, flow: usize) -> ControllerConfig {
+pub(crate) fn controller_config(
+    packet_size: u32,
+    scenario_seed: u64,
+    flow: usize,
+) -> ControllerConfig {
     ControllerConfig {
         max_datagram_size: u64::from(packet_size),
         seed: scenario_seed
@@ -495,7 +528,8 @@ fn context_suffix(point: &SweepPoint, overrides: &SweepPoint) -> String {
     }
 }
 
-type FieldResult<T> = Result<T, (String, String)>;
+/// A value, or the field at fault and what is wrong with it.
+pub(crate) type FieldResult<T> = Result<T, (String, String)>;
 
 /// A time in a scenario (a duration, a start, an event's time): 0 to [`limits::MAX_TIME`].
 fn time_value(text: &str) -> Result<Duration, String> {
@@ -517,7 +551,7 @@ fn bytes_value(text: &str, max: u64) -> Result<u64, String> {
     bytes_within(parse_bytes(text)?, 1, max)
 }
 
-fn field<T>(name: impl Into<String>, r: Result<T, String>) -> FieldResult<T> {
+pub(crate) fn field<T>(name: impl Into<String>, r: Result<T, String>) -> FieldResult<T> {
     r.map_err(|m| (name.into(), m))
 }
 
@@ -559,9 +593,19 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
             return Err((format!("links[{i}].name"), format!("`{n}` is used twice")));
         }
     }
+    let mut tunnels: Vec<TunnelPlan> = Vec::new();
+    for (i, t) in spec.tunnels.iter().enumerate() {
+        let plan = resolve_tunnel(t, i, &names)?;
+        if tunnels.iter().any(|u| u.name == plan.name) {
+            let message = format!("a tunnel named `{}` already exists", plan.name);
+            return Err((format!("tunnels[{i}].name"), message));
+        }
+        tunnels.push(plan);
+    }
+    let tunnel_names: Vec<&str> = tunnels.iter().map(|t| t.name.as_str()).collect();
     let mut flows: Vec<FlowPlan> = Vec::new();
     for (i, f) in spec.flows.iter().enumerate() {
-        for plan in resolve_flow(f, i, &names)? {
+        for plan in resolve_flow(f, i, &names, &tunnel_names)? {
             if flows.iter().any(|g| g.name == plan.name) {
                 return Err((
                     format!("flows[{i}].name"),
@@ -579,8 +623,18 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
     }
     let mut links = Vec::new();
     let mut route_changes = Vec::new();
+    let routes: Vec<(&[usize], &[usize])> = flows
+        .iter()
+        .map(|f| (f.forward.as_slice(), f.reverse.as_slice()))
+        .chain(
+            tunnels
+                .iter()
+                .flat_map(|t| &t.paths)
+                .map(|p| (p.forward.as_slice(), p.reverse.as_slice())),
+        )
+        .collect();
     for (i, l) in spec.links.iter().enumerate() {
-        links.push(resolve_link(l, i, &flows, &spec.links)?);
+        links.push(resolve_link(l, i, &flows, &routes, &spec.links)?);
         route_changes.extend(resolve_delay_schedule(&l.delay_schedule, i)?);
     }
     Ok(Scenario {
@@ -595,6 +649,7 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
         links,
         route_changes,
         flows,
+        tunnels,
     })
 }
 
@@ -655,10 +710,13 @@ fn resolve_delay_schedule(steps: &[DelayStepSpec], i: usize) -> FieldResult<Vec<
     Ok(out)
 }
 
+/// Link `i` of the file; `routes` are the forward and reverse paths of every flow and tunnel
+/// path, the first that crosses it giving the RTT of a buffer sized in BDP.
 fn resolve_link(
     l: &LinkSpec,
     i: usize,
     flows: &[FlowPlan],
+    routes: &[(&[usize], &[usize])],
     all: &[LinkSpec],
 ) -> FieldResult<LinkConfig> {
     let at = |f: &str| format!("links[{i}].{f}");
@@ -677,15 +735,18 @@ fn resolve_link(
                 .and_then(|d| duration_within(d, Duration::from_nanos(1), limits::MAX_BDP_RTT));
             Some(field(at("bdp_rtt"), d)?)
         }
-        None => flows.iter().find(|f| f.forward.contains(&i)).map(|f| {
-            f.forward
-                .iter()
-                .chain(&f.reverse)
-                .map(|&k| {
-                    parse_duration(all[k].delay.as_deref().unwrap_or("0s")).unwrap_or_default()
-                })
-                .sum()
-        }),
+        None => routes
+            .iter()
+            .find(|r| r.0.contains(&i))
+            .map(|(forward, reverse)| {
+                forward
+                    .iter()
+                    .chain(reverse.iter())
+                    .map(|&k| {
+                        parse_duration(all[k].delay.as_deref().unwrap_or("0s")).unwrap_or_default()
+                    })
+                    .sum()
+            }),
     };
     let buffer = field(at("buffer"), parse_buffer(&l.buffer, rate, bdp_rtt))?;
     if let (BufferLimit::Bytes(b), Some(largest)) = (buffer, largest_packet(flows, i)) {
@@ -887,7 +948,7 @@ fn resolve_loss(spec: &LossSpec) -> Result<LossConfig, String> {
     }
 }
 
-fn resolve_path(list: &[String], names: &[&str], at: &str) -> FieldResult<Vec<usize>> {
+pub(crate) fn resolve_path(list: &[String], names: &[&str], at: &str) -> FieldResult<Vec<usize>> {
     if list.is_empty() {
         return Err((at.into(), "must name at least one link".into()));
     }
@@ -911,7 +972,7 @@ fn resolve_path(list: &[String], names: &[&str], at: &str) -> FieldResult<Vec<us
     Ok(path)
 }
 
-fn resolve_params(table: &toml::Table, at: &str) -> FieldResult<Params> {
+pub(crate) fn resolve_params(table: &toml::Table, at: &str) -> FieldResult<Params> {
     let mut params = Params::new();
     for (k, v) in table {
         let value = match v {
@@ -984,9 +1045,18 @@ fn resolve_transport(
     Ok(t)
 }
 
-fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowPlan>> {
+fn resolve_flow(
+    f: &FlowSpec,
+    i: usize,
+    names: &[&str],
+    tunnels: &[&str],
+) -> FieldResult<Vec<FlowPlan>> {
     let at = |x: &str| format!("flows[{i}].{x}");
-    let forward = resolve_path(&f.path, names, &at("path"))?;
+    let tunnel = resolve_carrier(f, tunnels, &at)?;
+    let forward = match tunnel {
+        Some(_) => Vec::new(),
+        None => resolve_path(&f.path, names, &at("path"))?,
+    };
     let start = match &f.start {
         Some(s) => field(at("start"), time_value(s))?,
         None => Duration::ZERO,
@@ -1008,10 +1078,16 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
         None => None,
     };
     let (transport, reverse) = match f.transport.as_deref().unwrap_or("reliable") {
+        "reliable" if tunnel.is_some() => (resolve_reliable(f, &at)?, Vec::new()),
         "reliable" => (
             resolve_reliable(f, &at)?,
             resolve_path(&f.reverse_path, names, &at("reverse_path"))?,
         ),
+        "dccp" if tunnel.is_some() => {
+            let message = "a tunnel carries reliable and datagram flows; its paths are the \
+                           DCCP subflows";
+            return Err((at("transport"), message.into()));
+        }
         "datagram" => (resolve_datagram(f, &app, &at)?, Vec::new()),
         "dccp" => (
             resolve_dccp(f, &at)?,
@@ -1059,8 +1135,37 @@ fn resolve_flow(f: &FlowSpec, i: usize, names: &[&str]) -> FieldResult<Vec<FlowP
             stop: stop.map(|s| s + stagger * k),
             events: events.clone(),
             arrivals,
+            tunnel,
         })
         .collect())
+}
+
+/// The tunnel that carries flow `f` (an index into `tunnels`), if it names one; such a flow
+/// names no links.
+fn resolve_carrier(
+    f: &FlowSpec,
+    tunnels: &[&str],
+    at: &dyn Fn(&str) -> String,
+) -> FieldResult<Option<usize>> {
+    let Some(name) = &f.tunnel else {
+        return Ok(None);
+    };
+    let t = tunnels.iter().position(|t| t == name).ok_or_else(|| {
+        let known = if tunnels.is_empty() {
+            "the file has no [[tunnels]]".to_string()
+        } else {
+            format!("tunnels: {}", tunnels.join(", "))
+        };
+        (at("tunnel"), format!("unknown tunnel `{name}`; {known}"))
+    })?;
+    for (field, list) in [("path", &f.path), ("reverse_path", &f.reverse_path)] {
+        if !list.is_empty() {
+            let message = "a flow carried by a tunnel crosses the tunnel's paths only; \
+                           remove it or the `tunnel`";
+            return Err((at(field), message.into()));
+        }
+    }
+    Ok(Some(t))
 }
 
 /// A flow's short-flow arrivals and the size of each transfer.
@@ -1233,7 +1338,7 @@ fn check_runtime(cc: &str, runtime: &[&str], name: &str) -> Result<(), String> {
 
 /// A controller that did not build, as an error on the parameter at fault (under
 /// `params_at`) or on the controller's name (`cc_at`).
-fn build_error(e: BuildError, params_at: &str, cc_at: &str) -> (String, String) {
+pub(crate) fn build_error(e: BuildError, params_at: &str, cc_at: &str) -> (String, String) {
     match e {
         BuildError::Param(p) => (format!("{params_at}.{}", p.name), p.message),
         other => (cc_at.to_string(), other.to_string()),

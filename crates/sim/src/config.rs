@@ -3,6 +3,8 @@
 
 use crate::loss::LossConfig;
 use crate::queue::{BufferLimit, QdiscConfig};
+use kleinrock_cc::multipath::reorder::ReorderConfig;
+use kleinrock_cc::multipath::scheduler::SchedulerKind;
 use kleinrock_cc::{Controller, ParamValue, Rate};
 use std::time::Duration;
 
@@ -304,6 +306,45 @@ pub struct FlowConfig {
     pub events: Vec<ParamChange>,
 }
 
+/// One path of a multipath tunnel: a DCCP subflow over its own links, with a controller for
+/// each direction.
+pub struct TunnelPathConfig {
+    /// Name, for reports.
+    pub name: String,
+    /// Links from the tunnel's entry to its far end, in order.
+    pub forward: Vec<usize>,
+    /// Links back, in order.
+    pub reverse: Vec<usize>,
+    /// The controllers of the subflow's two half-connections: the one sending towards the far
+    /// end, and the one sending back (the carried flows' ACKs).
+    pub controllers: [Box<dyn Controller>; 2],
+    /// Transport settings of both half-connections: `header_size` is the bytes the tunnel adds
+    /// to each packet it carries; `packet_size` the full packet a byte-counting controller's
+    /// window is counted in.
+    pub transport: DccpConfig,
+    /// The path's priority (MP-DCCP `mpdccp_prio`): the cheapest-pipe-first scheduler prefers
+    /// the highest, handover uses priority 1 as backup.
+    pub priority: u8,
+}
+
+/// A multipath tunnel (the MP-DCCP framework): the packets of the flows it carries enter it
+/// at one end, a scheduler gives each to a subflow, and the far end restores their order.
+pub struct TunnelConfig {
+    /// Name, for reports.
+    pub name: String,
+    /// Its paths.
+    pub paths: Vec<TunnelPathConfig>,
+    /// The per-packet scheduler.
+    pub scheduler: SchedulerKind,
+    /// The reordering stage at each end.
+    pub reorder: ReorderConfig,
+    /// Packets the tunnel's queue holds while no subflow may take one; a packet that finds it
+    /// full is dropped.
+    pub queue: u32,
+    /// Indices of the flows it carries; their own paths are empty.
+    pub flows: Vec<usize>,
+}
+
 /// A whole simulation.
 pub struct SimConfig {
     /// Simulated time; the run also ends when every flow has finished.
@@ -321,4 +362,6 @@ pub struct SimConfig {
     pub route_changes: Vec<RouteChange>,
     /// Flows.
     pub flows: Vec<FlowConfig>,
+    /// Multipath tunnels carrying some of the flows.
+    pub tunnels: Vec<TunnelConfig>,
 }

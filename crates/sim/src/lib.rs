@@ -8,7 +8,9 @@
 //! ([`connection`]: one or more subflows, each a [`sender`] and a [`receiver`], over one
 //! [`stream`]) driven by any `kleinrock-cc` controller (whose parameters may
 //! change during the run), unresponsive datagrams ([`datagram`]), or short transfers arriving
-//! at random times, each a new reliable connection ([`arrivals`]).
+//! at random times, each a new reliable connection ([`arrivals`]); the DCCP-like transport
+//! ([`dccp`]); and multipath tunnels ([`tunnel`]: the MP-DCCP framework, one DCCP subflow per
+//! path, carrying other flows).
 //!
 //! Build a [`SimConfig`], then `Simulator::new(config).run()` gives a [`SimResult`].
 
@@ -32,12 +34,14 @@ pub mod stats;
 pub mod stream;
 pub mod streams;
 pub mod trace;
+pub mod tunnel;
 
 pub use config::{
     AppConfig, ArrivalConfig, ControllerFactory, DccpConfig, FlowConfig, FlowKind, Interarrival,
-    LinkConfig, ParamChange, PolicerConfig, RouteChange, SimConfig, TransportConfig,
+    LinkConfig, ParamChange, PolicerConfig, RouteChange, SimConfig, TransportConfig, TunnelConfig,
+    TunnelPathConfig,
 };
 pub use loss::LossConfig;
 pub use network::Simulator;
 pub use queue::{BufferLimit, QdiscConfig};
-pub use stats::{EventSpan, FlowStats, LinkStats, SimResult, TransferStats};
+pub use stats::{EventSpan, FlowStats, LinkStats, SimResult, TransferStats, TunnelStats};

@@ -11,6 +11,7 @@ use crate::app::Application;
 use crate::arrivals::{Arrivals, TransferReport};
 use crate::config::{
     AppConfig, FlowConfig, FlowKind, ParamChange, RouteChange, SimConfig, TransportConfig,
+    TunnelConfig,
 };
 use crate::connection::{Connection, Measured};
 use crate::datagram::{DatagramSink, DatagramSource};
@@ -18,11 +19,12 @@ use crate::dccp::ackvec::AckVector;
 use crate::dccp::DccpEndpoints;
 use crate::events::{EventQueue, Target};
 use crate::link::Link;
-use crate::packet::{AckFrame, Body, Packet, Pool};
+use crate::packet::{AckFrame, Body, Packet, Pool, NOT_CARRIED};
 use crate::queue::Queued;
-use crate::stats::{FlowCounters, FlowStats, IntervalTally, SimResult};
+use crate::stats::{FlowCounters, FlowStats, IntervalTally, SimResult, TunnelStats};
 use crate::streams::{arrivals_stream, host_seed, jitter_stream, loss_stream, seeded};
 use crate::trace::{Series, Trace};
+use crate::tunnel::{Released, Tunnel, BACKWARD, FORWARD};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::Controller;
 
@@ -44,6 +46,12 @@ enum Endpoints {
     },
     /// Both ends of a DCCP flow.
     Dccp(Box<DccpEndpoints>),
+    /// A subflow of a tunnel: its ends are in the tunnel.
+    TunnelSubflow {
+        tunnel: u32,
+        dir: u8,
+        path: u16,
+    },
     /// A short-flow arrival process; its transfers are flows of their own.
     Arrivals(Box<Arrivals>),
     /// A finished transfer of an arrival process: only its paths remain.
@@ -85,6 +93,8 @@ struct Flow {
     done: bool,
     /// The arrival process this flow is a transfer of.
     group: Option<u32>,
+    /// The tunnel that carries the flow's packets (its paths are then empty).
+    tunnel: Option<u32>,
 }
 
 impl Flow {
@@ -148,6 +158,32 @@ impl Flow {
             at_warmup: FlowCounters::default(),
             done: false,
             group: None,
+            tunnel: None,
+        }
+    }
+
+    /// Subflow `path` of direction `dir` of tunnel `tunnel`, over `forward` and back over
+    /// `reverse`. Never counted as a flow of its own: its tunnel is reported.
+    fn tunnel_subflow(
+        tunnel: u32,
+        dir: u8,
+        path: u16,
+        forward: &[usize],
+        reverse: &[usize],
+    ) -> Flow {
+        let links = |l: &[usize]| l.iter().map(|&l| l as u32).collect();
+        Flow {
+            name: String::new(),
+            forward: links(forward),
+            reverse: links(reverse),
+            start_ns: 0,
+            stop_ns: None,
+            size: None,
+            endpoints: Endpoints::TunnelSubflow { tunnel, dir, path },
+            at_warmup: FlowCounters::default(),
+            done: true,
+            group: None,
+            tunnel: None,
         }
     }
 
@@ -165,6 +201,7 @@ impl Flow {
             at_warmup: FlowCounters::default(),
             done: false,
             group: None,
+            tunnel: self.tunnel,
         }
     }
 
@@ -184,7 +221,9 @@ impl Flow {
             Endpoints::Datagram { source, .. } => source.finished(),
             Endpoints::Dccp(d) => d.sender.finished(),
             Endpoints::Arrivals(a) => a.done(),
-            Endpoints::Subflow { .. } | Endpoints::Retired => false,
+            Endpoints::Subflow { .. } | Endpoints::TunnelSubflow { .. } | Endpoints::Retired => {
+                false
+            }
         }
     }
 
@@ -212,9 +251,10 @@ impl Flow {
                 ..FlowCounters::default()
             },
             Endpoints::Dccp(d) => d.counters(),
-            Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {
-                FlowCounters::default()
-            }
+            Endpoints::Arrivals(_)
+            | Endpoints::Subflow { .. }
+            | Endpoints::TunnelSubflow { .. }
+            | Endpoints::Retired => FlowCounters::default(),
         }
     }
 
@@ -224,6 +264,7 @@ impl Flow {
     fn window_counters(&self) -> FlowCounters {
         let mut c = self.counters().since(&self.at_warmup);
         match &self.endpoints {
+            Endpoints::Dccp(d) => return d.window_counters(&self.at_warmup),
             Endpoints::Reliable(conn) => {
                 c.packets_lost = conn.window_lost();
                 c.bytes_delivered = conn.reassembly().window_delivered();
@@ -233,15 +274,10 @@ impl Flow {
                 c.bytes_delivered = sink.window_bytes;
                 c.packets_lost = c.packets_sent.saturating_sub(sink.window_packets);
             }
-            Endpoints::Dccp(d) => {
-                // Lost: sent in the window and not received, wherever it went missing (the
-                // sender's own count of losses, by NUMDUPACK, is in the trace).
-                let r = &d.receiver.stats;
-                c.packets_received = r.window_packets;
-                c.bytes_delivered = r.window_bytes;
-                c.packets_lost = c.packets_sent.saturating_sub(r.window_packets);
-            }
-            Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {}
+            Endpoints::Arrivals(_)
+            | Endpoints::Subflow { .. }
+            | Endpoints::TunnelSubflow { .. }
+            | Endpoints::Retired => {}
         }
         c
     }
@@ -255,6 +291,7 @@ impl Flow {
             Endpoints::Datagram { .. }
             | Endpoints::Dccp(_)
             | Endpoints::Subflow { .. }
+            | Endpoints::TunnelSubflow { .. }
             | Endpoints::Retired => None,
         }
     }
@@ -282,6 +319,8 @@ pub struct Simulator {
     trace: Option<Trace>,
     unfinished: usize,
     processed: u64,
+    tunnels: Vec<Tunnel>,
+    released: Released,
 }
 
 impl Simulator {
@@ -323,15 +362,26 @@ impl Simulator {
                 param_changes.push((i as u32, change));
             }
         }
+        let open_ended = flows.iter().any(|f| !f.bounded());
+        let configured = flows.len();
+        let tunnels: Vec<Tunnel> = config
+            .tunnels
+            .into_iter()
+            .enumerate()
+            .map(|(t, c)| add_tunnel(t as u32, c, &mut flows))
+            .collect();
         let trace_interval_ns = config.trace_interval.map(duration_nanos).filter(|&t| t > 0);
         let trace = trace_interval_ns.map(|_| {
             events.push(0, Target::Trace);
             Trace {
-                flows: flows.iter().map(|f| Series::new(&f.name)).collect(),
+                flows: flows[..configured]
+                    .iter()
+                    .map(|f| Series::new(&f.name))
+                    .collect(),
                 links: config.links.iter().map(|l| Series::new(&l.name)).collect(),
+                tunnels: tunnels.iter().map(tunnel_series).collect(),
             }
         });
-        let open_ended = flows.iter().any(|f| !f.bounded());
         Simulator {
             seed,
             now: 0,
@@ -341,8 +391,8 @@ impl Simulator {
             trace_interval_ns,
             events,
             links,
-            configured: flows.len(),
-            unfinished: if open_ended { usize::MAX } else { flows.len() },
+            configured,
+            unfinished: if open_ended { usize::MAX } else { configured },
             flows,
             route_changes: config.route_changes,
             param_changes,
@@ -353,6 +403,8 @@ impl Simulator {
             arrived: Vec::new(),
             trace,
             processed: 0,
+            tunnels,
+            released: Released::default(),
         }
     }
 
@@ -389,6 +441,12 @@ impl Simulator {
             }
             Target::Sender(f) => self.on_sender_timer(f),
             Target::Receiver(f) => {
+                if let Endpoints::TunnelSubflow { tunnel, dir, .. } =
+                    self.flows[f as usize].endpoints
+                {
+                    self.on_reorder_expiry(tunnel, dir, f);
+                    return self.flush_outbox();
+                }
                 let owner = self.owner(f);
                 if let Endpoints::Reliable(c) = &mut self.flows[owner as usize].endpoints {
                     c.on_receiver_timer(
@@ -420,6 +478,13 @@ impl Simulator {
 
     fn on_sender_timer(&mut self, f: u32) {
         let now = self.now;
+        if let Endpoints::TunnelSubflow { tunnel, dir, path } = self.flows[f as usize].endpoints {
+            let d = &mut self.tunnels[tunnel as usize].dirs[dir as usize];
+            d.subflows[usize::from(path)]
+                .sender
+                .on_timer(now, &mut self.outbox, &mut self.events);
+            return self.drain_tunnel(tunnel, dir);
+        }
         let owner = self.owner(f);
         match &mut self.flows[owner as usize].endpoints {
             Endpoints::Reliable(c) => c.on_sender_timer(f, now, &mut self.outbox, &mut self.events),
@@ -427,7 +492,10 @@ impl Simulator {
                 source.on_timer(now, &mut self.outbox, &mut self.events);
             }
             Endpoints::Dccp(d) => d.sender.on_timer(now, &mut self.outbox, &mut self.events),
-            Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {}
+            Endpoints::Arrivals(_)
+            | Endpoints::Subflow { .. }
+            | Endpoints::TunnelSubflow { .. }
+            | Endpoints::Retired => {}
         }
         self.after_event(owner);
     }
@@ -477,7 +545,10 @@ impl Simulator {
                 source.start(now, &mut self.outbox, &mut self.events)
             }
             Endpoints::Dccp(d) => d.sender.start(now, &mut self.outbox, &mut self.events),
-            Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {}
+            Endpoints::Arrivals(_)
+            | Endpoints::Subflow { .. }
+            | Endpoints::TunnelSubflow { .. }
+            | Endpoints::Retired => {}
         }
         self.sync_subflows(f);
     }
@@ -489,7 +560,7 @@ impl Simulator {
             Endpoints::Datagram { source, .. } => source.stop(),
             Endpoints::Dccp(d) => d.sender.stop(now, &mut self.outbox, &mut self.events),
             Endpoints::Arrivals(a) => a.stop(now),
-            Endpoints::Subflow { .. } | Endpoints::Retired => {}
+            Endpoints::Subflow { .. } | Endpoints::TunnelSubflow { .. } | Endpoints::Retired => {}
         }
         self.after_event(f);
     }
@@ -601,6 +672,11 @@ impl Simulator {
     fn forward(&mut self, idx: u32) {
         let p = self.packets.get_mut(idx);
         let flow = &self.flows[p.flow as usize];
+        if let (Some(t), 0) = (flow.tunnel, p.hop) {
+            p.hop = 1;
+            let dir = u8::from(p.reverse);
+            return self.enter_tunnel(t, dir, idx);
+        }
         let path = if p.reverse {
             &flow.reverse
         } else {
@@ -618,8 +694,72 @@ impl Simulator {
         };
         let admission = self.links[link as usize].arrive(self.now, q, &mut self.events);
         if admission != crate::link::Admission::Accepted {
+            self.lost_on_link(idx);
+        }
+    }
+
+    /// Packet `idx` was dropped or lost on a link: a tunnel packet's copy is resolved.
+    fn lost_on_link(&mut self, idx: u32) {
+        let p = *self.packets.get(idx);
+        self.free_packet(idx);
+        let Body::DccpData { carried, .. } = p.body else {
+            return;
+        };
+        if carried == NOT_CARRIED {
+            return;
+        }
+        if let Endpoints::TunnelSubflow { tunnel, dir, .. } = self.flows[p.flow as usize].endpoints
+        {
+            let mut released = std::mem::take(&mut self.released);
+            self.tunnels[tunnel as usize].dirs[usize::from(dir)]
+                .lost_on_path(carried, &mut released);
+            self.settle(released);
+        }
+    }
+
+    /// Carried packet `idx` enters direction `dir` of tunnel `t`.
+    fn enter_tunnel(&mut self, t: u32, dir: u8, idx: u32) {
+        let size = self.packets.get(idx).size;
+        let d = &mut self.tunnels[t as usize].dirs[usize::from(dir)];
+        if !d.enter(self.now, idx, size) {
             self.free_packet(idx);
         }
+        self.drain_tunnel(t, dir);
+    }
+
+    /// Direction `dir` of tunnel `t` gives what it can of its queue to its subflows.
+    fn drain_tunnel(&mut self, t: u32, dir: u8) {
+        let mut released = std::mem::take(&mut self.released);
+        self.tunnels[t as usize].dirs[usize::from(dir)].drain(
+            self.now,
+            &mut self.outbox,
+            &mut self.events,
+            &mut released,
+        );
+        self.settle(released);
+    }
+
+    /// Forwards the carried packets a tunnel released at its far end and frees those that
+    /// will never arrive.
+    fn settle(&mut self, mut released: Released) {
+        for &idx in &released.free {
+            self.free_packet(idx);
+        }
+        for &idx in &released.forward {
+            self.forward(idx);
+        }
+        released.clear();
+        self.released = released;
+    }
+
+    /// The idle expiry of the reordering stage of direction `dir` of tunnel `t`, whose timer
+    /// is flow `f`'s receiver timer.
+    fn on_reorder_expiry(&mut self, t: u32, dir: u8, f: u32) {
+        let mut released = std::mem::take(&mut self.released);
+        let d = &mut self.tunnels[t as usize].dirs[usize::from(dir)];
+        d.on_expiry(self.now, &mut released);
+        d.arm(self.now, &mut self.events, Target::Receiver(f));
+        self.settle(released);
     }
 
     fn free_packet(&mut self, idx: u32) {
@@ -645,6 +785,12 @@ impl Simulator {
     fn deliver(&mut self, idx: u32) {
         let packet = *self.packets.get(idx);
         let now = self.now;
+        if let Endpoints::TunnelSubflow { tunnel, dir, path } =
+            self.flows[packet.flow as usize].endpoints
+        {
+            self.free_packet(idx);
+            return self.deliver_to_tunnel(tunnel, dir, usize::from(path), &packet);
+        }
         let f = self.owner(packet.flow);
         match (&mut self.flows[f as usize].endpoints, packet.body) {
             (Endpoints::Reliable(c), Body::Data { .. }) => {
@@ -684,6 +830,35 @@ impl Simulator {
         }
     }
 
+    /// A packet of subflow `path` of direction `dir` of tunnel `t` reached the subflow's end.
+    fn deliver_to_tunnel(&mut self, t: u32, dir: u8, path: usize, packet: &Packet) {
+        let now = self.now;
+        let d = &mut self.tunnels[t as usize].dirs[usize::from(dir)];
+        match packet.body {
+            Body::DccpData { .. } => {
+                let mut released = std::mem::take(&mut self.released);
+                d.arrive(
+                    now,
+                    path,
+                    packet,
+                    &mut self.ack_vectors,
+                    &mut self.outbox,
+                    &mut released,
+                );
+                d.arm(now, &mut self.events, Target::Receiver(packet.flow));
+                self.settle(released);
+            }
+            Body::DccpAck { vector } => {
+                let v = self.ack_vectors.get(vector);
+                d.subflows[path]
+                    .sender
+                    .on_ack(now, v, &mut self.outbox, &mut self.events);
+                self.drain_tunnel(t, dir);
+            }
+            _ => {}
+        }
+    }
+
     fn on_warmup(&mut self) {
         self.measuring = true;
         for link in &mut self.links {
@@ -692,6 +867,9 @@ impl Simulator {
         for flow in &mut self.flows {
             flow.at_warmup = flow.counters();
             flow.endpoints.start_measuring(self.now);
+        }
+        for tunnel in &mut self.tunnels {
+            tunnel.start_measuring(self.now);
         }
     }
 
@@ -707,6 +885,9 @@ impl Simulator {
             series.begin(t);
             sample_flow(flow, series, interval);
             series.end();
+        }
+        for (tunnel, series) in self.tunnels.iter_mut().zip(&mut trace.tunnels) {
+            sample_tunnel(tunnel, series, t, interval);
         }
         for (link, series) in self.links.iter().zip(&mut trace.links) {
             series.begin(t);
@@ -740,15 +921,53 @@ impl Simulator {
             .iter()
             .map(|f| flow_stats(f, warmup, end))
             .collect();
+        let tunnels = self
+            .tunnels
+            .iter()
+            .map(|t| tunnel_stats(t, end - warmup))
+            .collect();
         SimResult {
             end_ns: end,
             warmup_ns: warmup,
             events: self.processed,
             flows,
             links,
+            tunnels,
             trace: self.trace.take(),
         }
     }
+}
+
+/// Adds the subflows of tunnel `t` (`config`) to `flows`, after the flows it carries are told
+/// so, and builds it.
+fn add_tunnel(t: u32, config: TunnelConfig, flows: &mut Vec<Flow>) -> Tunnel {
+    for &f in &config.flows {
+        flows[f].tunnel = Some(t);
+    }
+    let first = flows.len() as u32;
+    for dir in [FORWARD, BACKWARD] {
+        for (i, p) in config.paths.iter().enumerate() {
+            let (there, back) = if dir == FORWARD {
+                (&p.forward, &p.reverse)
+            } else {
+                (&p.reverse, &p.forward)
+            };
+            flows.push(Flow::tunnel_subflow(t, dir as u8, i as u16, there, back));
+        }
+    }
+    Tunnel::new(config, first)
+}
+
+/// The trace series of `tunnel`: the tunnel's own, then one per path.
+fn tunnel_series(tunnel: &Tunnel) -> Vec<Series> {
+    std::iter::once(Series::new(&tunnel.name))
+        .chain(
+            tunnel
+                .path_names
+                .iter()
+                .map(|p| Series::new(&format!("{}.{p}", tunnel.name))),
+        )
+        .collect()
 }
 
 /// Samples flow `flow` into `series`; `interval_ns` is the time since the last sample.
@@ -785,33 +1004,95 @@ fn sample_flow(flow: &mut Flow, series: &mut Series, interval_ns: u64) {
             series.set("delivered_bytes", sink.received_bytes as f64);
             arrived(series, &mut sink.interval);
         }
-        Endpoints::Dccp(d) => {
-            let (s, counters) = (&d.sender, d.counters());
-            let cc = s.controller();
-            series.set("cwnd_bytes", cc.cwnd() as f64);
-            series.set(
-                "pacing_rate_bps",
-                s.pacing_rate().map_or(f64::NAN, |r| r.bits_per_sec()),
-            );
-            series.set("in_flight_bytes", s.in_flight() as f64);
-            series.set("srtt_ms", ms(s.rtt().smoothed()));
-            series.set("latest_rtt_ms", ms(s.rtt().latest()));
-            series.set("delivered_bytes", counters.bytes_delivered as f64);
-            series.set("sent_packets", counters.packets_sent as f64);
-            series.set("lost_packets", counters.packets_lost as f64);
-            series.set("pipe_packets", s.pipe() as f64);
-            series.set("send_queue_packets", s.queued() as f64);
-            series.set("send_queue_drops", counters.send_queue_drops as f64);
-            series.set("ack_ratio", s.ack_ratio() as f64);
-            series.set_state(&cc.state());
-            arrived(series, &mut d.receiver.interval);
-        }
+        Endpoints::Dccp(d) => sample_dccp(d, series, interval_ns),
         Endpoints::Arrivals(a) => {
             series.mode.push("arrivals");
             series.set("active_transfers", a.active() as f64);
             series.set("begun_transfers", a.begun() as f64);
         }
-        Endpoints::Subflow { .. } | Endpoints::Retired => {}
+        Endpoints::Subflow { .. } | Endpoints::TunnelSubflow { .. } | Endpoints::Retired => {}
+    }
+}
+
+/// Samples the DCCP flow (or tunnel subflow) `d` into `series`; `interval_ns` is the time since
+/// the last sample.
+fn sample_dccp(d: &mut DccpEndpoints, series: &mut Series, interval_ns: u64) {
+    let ms = |d: Option<std::time::Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+    let (s, counters) = (&d.sender, d.counters());
+    let cc = s.controller();
+    series.set("cwnd_bytes", cc.cwnd() as f64);
+    series.set(
+        "pacing_rate_bps",
+        s.pacing_rate().map_or(f64::NAN, |r| r.bits_per_sec()),
+    );
+    series.set("in_flight_bytes", s.in_flight() as f64);
+    series.set("srtt_ms", ms(s.rtt().smoothed()));
+    series.set("latest_rtt_ms", ms(s.rtt().latest()));
+    series.set("delivered_bytes", counters.bytes_delivered as f64);
+    series.set("sent_packets", counters.packets_sent as f64);
+    series.set("lost_packets", counters.packets_lost as f64);
+    series.set("pipe_packets", s.pipe() as f64);
+    series.set("cwnd_packets", s.cwnd_packets() as f64);
+    series.set("send_queue_packets", s.queued() as f64);
+    series.set("send_queue_drops", counters.send_queue_drops as f64);
+    series.set("ack_ratio", s.ack_ratio() as f64);
+    series.set_state(&cc.state());
+    let (latency_ns, bytes) = d.receiver.interval.take();
+    series.set("latency_ms", latency_ns.map_or(f64::NAN, |l| l / 1e6));
+    series.set("rx_rate_bps", bytes as f64 * 8e9 / interval_ns as f64);
+}
+
+/// Samples tunnel `tunnel` into its series (the tunnel's, then one per path).
+fn sample_tunnel(tunnel: &mut Tunnel, series: &mut [Series], t: f64, interval_ns: u64) {
+    let (own, paths) = series
+        .split_first_mut()
+        .expect("a tunnel has its own series");
+    own.begin(t);
+    for (dir, d) in ["", "back_"].iter().zip(&tunnel.dirs) {
+        let c = &d.counters;
+        own.set(&format!("{dir}queue_packets"), d.queued() as f64);
+        own.set(&format!("{dir}reorder_buffered"), d.buffered() as f64);
+        own.set(&format!("{dir}entered_packets"), c.entered as f64);
+        own.set(&format!("{dir}forwarded_packets"), c.forwarded as f64);
+        own.set(&format!("{dir}queue_drops"), c.queue_drops as f64);
+        own.set(&format!("{dir}gaps_skipped"), c.gaps_skipped as f64);
+    }
+    own.end();
+    for (s, sub) in paths.iter_mut().zip(&mut tunnel.dirs[FORWARD].subflows) {
+        s.begin(t);
+        sample_dccp(sub, s, interval_ns);
+        s.end();
+    }
+}
+
+/// What tunnel `tunnel` measured; `window_ns` is the measurement window's length.
+fn tunnel_stats(tunnel: &Tunnel, window_ns: u64) -> TunnelStats {
+    let path = |i: usize, dir: usize| {
+        let d = &tunnel.dirs[dir];
+        let sub = &d.subflows[i];
+        let m = sub.measured();
+        FlowStats {
+            name: tunnel.path_names[i].clone(),
+            counters: sub.window_counters(&d.at_warmup[i]),
+            active_ns: window_ns,
+            rtt: m.rtt,
+            loss_events: m.loss_events,
+            latency: m.latency,
+            max_rtt_ns: m.max_rtt_ns,
+            final_state: sub.sender.controller().state(),
+            ..FlowStats::default()
+        }
+    };
+    TunnelStats {
+        name: tunnel.name.clone(),
+        counters: [tunnel.dirs[0].counters, tunnel.dirs[1].counters],
+        latency: [
+            tunnel.dirs[0].latency.clone(),
+            tunnel.dirs[1].latency.clone(),
+        ],
+        paths: (0..tunnel.path_names.len())
+            .map(|i| [path(i, FORWARD), path(i, BACKWARD)])
+            .collect(),
     }
 }
 
@@ -852,19 +1133,11 @@ fn flow_stats(flow: &Flow, warmup: u64, end: u64) -> FlowStats {
             latency: sink.latency.clone(),
             ..Measured::default()
         },
-        Endpoints::Dccp(d) => {
-            let s = &d.sender.stats;
-            Measured {
-                rtt: s.rtt.clone(),
-                loss_events: s.loss_events,
-                max_rtt_ns: s.max_rtt_ns,
-                latency: d.receiver.stats.latency.clone(),
-                ..Measured::default()
-            }
-        }
-        Endpoints::Arrivals(_) | Endpoints::Subflow { .. } | Endpoints::Retired => {
-            Measured::default()
-        }
+        Endpoints::Dccp(d) => d.measured(),
+        Endpoints::Arrivals(_)
+        | Endpoints::Subflow { .. }
+        | Endpoints::TunnelSubflow { .. }
+        | Endpoints::Retired => Measured::default(),
     };
     FlowStats {
         name: flow.name.clone(),

@@ -1,6 +1,9 @@
 //! Packets: small pooled records without payload, and pooled ACK frames. A packet is named by
 //! its index in the pool; slots are reused, so steady state allocates nothing.
 
+/// The `carried` of a [`Body::DccpData`] that carries no tunnel packet.
+pub const NOT_CARRIED: u32 = u32::MAX;
+
 /// A data packet's stream chunk, or the ACK frame an ACK packet carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Body {
@@ -31,6 +34,9 @@ pub enum Body {
         ack_ratio: u32,
         /// Greatest Acknowledgement Number the sender has received (its Ack-of-Ack).
         ack_of_ack: u64,
+        /// The tunnel packet it carries (an index into the simulation's carried packets), or
+        /// [`NOT_CARRIED`] for a packet of the flow's own application.
+        carried: u32,
     },
     /// A DCCP ACK; its Ack Vector is in the simulation's Ack Vector pool.
     DccpAck {

@@ -251,6 +251,22 @@ pub struct LinkStats {
     pub min_queue_packets: u64,
 }
 
+/// Everything measured for one multipath tunnel. Index 0 of each pair is the direction from
+/// the tunnel's entry to its far end, 1 the direction back.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TunnelStats {
+    /// Tunnel name.
+    pub name: String,
+    /// What became of the packets that entered, over the whole run.
+    pub counters: [crate::tunnel::TunnelCounters; 2],
+    /// Latency from entry to forwarding at the far end (after reordering), of the packets
+    /// that entered in the window, ns.
+    pub latency: [Histogram; 2],
+    /// Per path, its two subflows over the window (`name` is the path's; `latency` is from the
+    /// tunnel's entry to the path's far end, before reordering).
+    pub paths: Vec<[FlowStats; 2]>,
+}
+
 /// The result of a run.
 #[derive(Clone, Debug, Default)]
 pub struct SimResult {
@@ -264,6 +280,8 @@ pub struct SimResult {
     pub flows: Vec<FlowStats>,
     /// Per link, in configuration order.
     pub links: Vec<LinkStats>,
+    /// Per tunnel, in configuration order.
+    pub tunnels: Vec<TunnelStats>,
     /// Sampled traces, if asked for.
     pub trace: Option<crate::trace::Trace>,
 }

@@ -115,6 +115,8 @@ pub struct Trace {
     pub flows: Vec<Series>,
     /// One series per link.
     pub links: Vec<Series>,
+    /// Per tunnel: one series for the tunnel, then one per path (its forward subflow).
+    pub tunnels: Vec<Vec<Series>>,
 }
 
 #[cfg(test)]

@@ -98,6 +98,7 @@ fn config(seconds: u64, route_changes: Vec<RouteChange>, flows: Vec<FlowConfig>)
         links: links(25),
         route_changes,
         flows,
+        tunnels: Vec::new(),
     }
 }
 

@@ -119,6 +119,7 @@ fn run(forward: LinkConfig, bytes: u64, close_at: Duration) -> (SimResult, [Vec<
             stop: None,
             events: vec![],
         }],
+        tunnels: Vec::new(),
     })
     .run();
     let sends = sends.lock().unwrap().clone();

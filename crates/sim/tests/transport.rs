@@ -109,6 +109,7 @@ fn simulate_with(
             stop: None,
             events: vec![],
         }],
+        tunnels: Vec::new(),
     })
     .run();
     (result, log)

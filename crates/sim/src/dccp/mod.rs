@@ -8,6 +8,7 @@ pub mod receiver;
 pub mod sender;
 
 use crate::config::{AppConfig, DccpConfig};
+use crate::connection::Measured;
 use crate::stats::FlowCounters;
 use kleinrock_cc::Controller;
 use receiver::DccpReceiver;
@@ -44,6 +45,30 @@ impl DccpEndpoints {
             bytes_delivered: r.bytes_received,
             acks_sent: r.acks_sent,
             ..self.sender.stats.counters
+        }
+    }
+
+    /// The counters over the measurement window, given those at its start. Lost: sent in the
+    /// window and not received, wherever it went missing (the sender's own count of losses, by
+    /// NUMDUPACK, is in the trace).
+    pub fn window_counters(&self, at_warmup: &FlowCounters) -> FlowCounters {
+        let r = &self.receiver.stats;
+        let mut c = self.counters().since(at_warmup);
+        c.packets_received = r.window_packets;
+        c.bytes_delivered = r.window_bytes;
+        c.packets_lost = c.packets_sent.saturating_sub(r.window_packets);
+        c
+    }
+
+    /// What was measured over the window.
+    pub fn measured(&self) -> Measured {
+        let s = &self.sender.stats;
+        Measured {
+            rtt: s.rtt.clone(),
+            loss_events: s.loss_events,
+            max_rtt_ns: s.max_rtt_ns,
+            latency: self.receiver.stats.latency.clone(),
+            ..Measured::default()
         }
     }
 }

@@ -82,6 +82,7 @@ impl DccpReceiver {
             app_ns,
             ack_ratio,
             ack_of_ack,
+            ..
         } = packet.body
         else {
             return;

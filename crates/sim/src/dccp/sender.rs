@@ -5,13 +5,16 @@
 //! carry Ack Vectors, from which packets are acknowledged and, once `NUMDUPACK` later packets
 //! are, declared lost (RFC 4341 §5). A retransmission timeout (srtt + max(4 rttvar, 200 ms),
 //! initial 3 s, doubling up to 64 s, as Linux's CCID 2) forgets every packet in flight.
+//!
+//! The packets come from the flow's application, or, for a subflow of a multipath tunnel, from
+//! the tunnel's scheduler, each carrying a tunnel packet of its own size.
 
 use super::ackvec::{AckVector, State};
 use crate::app::Application;
 use crate::config::{AppConfig, DccpConfig};
 use crate::events::{EventQueue, LazyTimer, Target};
 use crate::hist::Histogram;
-use crate::packet::{Body, Packet};
+use crate::packet::{Body, Packet, NOT_CARRIED};
 use crate::stats::{EventSpan, FlowCounters, LossEpisodes};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::estimators::delivery_rate::DeliveryRateSampler;
@@ -61,21 +64,42 @@ pub struct DccpSenderStats {
     pub max_rtt_ns: u64,
 }
 
+/// Where a sender's packets come from.
+enum Feed {
+    /// The flow's own application.
+    App {
+        app: Application,
+        /// The application writes whenever the queue has room (bulk) rather than at its rate.
+        bulk: bool,
+        /// Application bytes produced so far (whole packets).
+        produced: u64,
+    },
+    /// A tunnel's scheduler, through [`DccpSender::push`].
+    Tunnel,
+}
+
+/// A packet waiting in the send queue.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    /// When it was handed over, ns.
+    app_ns: u64,
+    /// Bytes on the wire.
+    size: u32,
+    /// The tunnel packet it carries, or [`NOT_CARRIED`].
+    carried: u32,
+}
+
 /// The sender of one DCCP flow.
 pub struct DccpSender {
     flow: u32,
     cc: Box<dyn Controller>,
     cfg: DccpConfig,
-    app: Application,
-    /// The application writes whenever the queue has room (bulk) rather than at its rate.
-    bulk: bool,
-    /// Application bytes produced so far (whole packets).
-    produced: u64,
+    feed: Feed,
     /// Application bytes of the packets the controller was asked to send, each time it was
     /// asked (Linux ccid5.c `bytes_att`).
     attempted: u64,
-    /// When each queued packet was handed over, oldest first.
-    queue: VecDeque<u64>,
+    /// The packets handed over and not yet sent, oldest first.
+    queue: VecDeque<Pending>,
     rtt: RttEstimator,
     rate: DeliveryRateSampler,
     records: VecDeque<Record>,
@@ -103,13 +127,28 @@ pub struct DccpSender {
 impl DccpSender {
     /// A sender for flow `flow` under `cc`, its application `app`.
     pub fn new(flow: u32, cc: Box<dyn Controller>, cfg: DccpConfig, app: AppConfig) -> Self {
+        let feed = Feed::App {
+            app: Application::new(app),
+            bulk: matches!(app, AppConfig::Bulk { .. }),
+            produced: 0,
+        };
+        Self::with_feed(flow, cc, cfg, feed)
+    }
+
+    /// A sender for subflow `flow` of a tunnel, under `cc`: the tunnel hands it its packets.
+    pub fn for_tunnel(flow: u32, cc: Box<dyn Controller>, cfg: DccpConfig) -> Self {
+        DccpSender {
+            started: true,
+            ..Self::with_feed(flow, cc, cfg, Feed::Tunnel)
+        }
+    }
+
+    fn with_feed(flow: u32, cc: Box<dyn Controller>, cfg: DccpConfig, feed: Feed) -> Self {
         DccpSender {
             flow,
             cc,
             cfg,
-            app: Application::new(app),
-            bulk: matches!(app, AppConfig::Bulk { .. }),
-            produced: 0,
+            feed,
             attempted: 0,
             queue: VecDeque::new(),
             rtt: RttEstimator::new(),
@@ -137,15 +176,52 @@ impl DccpSender {
     /// The application starts at `now`.
     pub fn start(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
         self.started = true;
-        self.app.start(now);
+        if let Feed::App { app, .. } = &mut self.feed {
+            app.start(now);
+        }
         self.run(now, out, events);
     }
 
     /// The application stops offering packets (those queued still go).
     pub fn stop(&mut self, now: u64, out: &mut Vec<Packet>, events: &mut EventQueue) {
         self.take_from_app(now);
-        self.app.stop(self.produced);
+        if let Feed::App { app, produced, .. } = &mut self.feed {
+            app.stop(*produced);
+        }
         self.run(now, out, events);
+    }
+
+    /// The tunnel hands over a packet of `size` bytes on the wire carrying tunnel packet
+    /// `carried`, which entered the tunnel at `entered_ns`, and the sender sends what its window
+    /// allows. `false`, and nothing kept, when the send queue is full (the packet is counted as
+    /// dropped there).
+    pub fn push(
+        &mut self,
+        now: u64,
+        pending: (u64, u32, u32),
+        out: &mut Vec<Packet>,
+        events: &mut EventQueue,
+    ) -> bool {
+        let (entered_ns, size, carried) = pending;
+        self.stats.counters.app_packets += 1;
+        if self.queue.len() >= self.cfg.tx_qlen as usize {
+            self.stats.counters.send_queue_drops += 1;
+            return false;
+        }
+        self.queue.push_back(Pending {
+            app_ns: entered_ns,
+            size,
+            carried,
+        });
+        self.run(now, out, events);
+        true
+    }
+
+    /// The window in packets: the controller's, or its byte window in full packets.
+    pub fn cwnd_packets(&self) -> u64 {
+        self.cc
+            .cwnd_packets()
+            .unwrap_or(self.cc.cwnd() / u64::from(self.cfg.packet_size))
     }
 
     /// Statistics before this call are discarded from now on.
@@ -191,7 +267,11 @@ impl DccpSender {
     /// Whether the application has stopped, everything it offered left the queue, and nothing
     /// is in flight.
     pub fn finished(&self) -> bool {
-        self.started && self.app.exhausted(self.produced) && self.queue.is_empty() && self.pipe == 0
+        let exhausted = match &self.feed {
+            Feed::App { app, produced, .. } => app.exhausted(*produced),
+            Feed::Tunnel => false,
+        };
+        self.started && exhausted && self.queue.is_empty() && self.pipe == 0
     }
 
     /// The sender's timer fires at `now`.
@@ -219,19 +299,31 @@ impl DccpSender {
     /// those that find it full (a bulk application only fills it: it writes when there is
     /// room, as a blocking socket does).
     fn take_from_app(&mut self, now: u64) {
+        let Feed::App {
+            app,
+            bulk,
+            produced,
+        } = &mut self.feed
+        else {
+            return;
+        };
         let payload = self.cfg.payload();
         loop {
-            if self.bulk && self.queue.len() >= self.cfg.tx_qlen as usize {
+            if *bulk && self.queue.len() >= self.cfg.tx_qlen as usize {
                 return;
             }
-            let len = self.app.available(now, self.produced, payload);
+            let len = app.available(now, *produced, payload);
             if len == 0 {
                 return;
             }
-            self.produced += u64::from(len);
+            *produced += u64::from(len);
             self.stats.counters.app_packets += 1;
             if self.queue.len() < self.cfg.tx_qlen as usize {
-                self.queue.push_back(now);
+                self.queue.push_back(Pending {
+                    app_ns: now,
+                    size: self.cfg.packet_size,
+                    carried: NOT_CARRIED,
+                });
             } else {
                 self.stats.counters.send_queue_drops += 1;
             }
@@ -250,15 +342,15 @@ impl DccpSender {
 
     fn send_ready(&mut self, now: u64, out: &mut Vec<Packet>) {
         self.burst_cut = false;
-        let payload = u64::from(self.cfg.payload());
         for _ in 0..MAX_SENDS_PER_EVENT {
-            if self.queue.is_empty() {
+            let Some(&head) = self.queue.front() else {
                 if self.pipe == 0 && !self.idle {
                     self.idle = true;
                     self.cc.on_idle(Instant::from_nanos(now));
                 }
                 return;
-            }
+            };
+            let payload = u64::from(head.size - self.cfg.header_size);
             if !self.has_room() {
                 // Linux DCCP asks the CCID about the head packet and is told to wait: one
                 // more attempt than packets sent (ccid5.c ccid5_hc_tx_send_packet).
@@ -268,10 +360,10 @@ impl DccpSender {
             if self.pacing_rate().is_some() && now < self.next_send_ns {
                 return;
             }
-            let app_ns = self.queue.pop_front().expect("the queue is not empty");
-            self.check_app_limited(now);
+            self.queue.pop_front();
+            self.check_app_limited(now, payload);
             self.attempted += payload;
-            self.send(now, app_ns, out);
+            self.send(now, head, out);
             self.take_from_app(now);
         }
         self.burst_cut = true;
@@ -282,8 +374,7 @@ impl DccpSender {
     /// only one the socket holds, the window has room, and every packet the CCID was asked
     /// about went out (fewer than a packet's bytes attempted and not sent). Once the window has
     /// held a packet back, attempts stay ahead of sends and the flow is never marked again.
-    fn check_app_limited(&mut self, now: u64) {
-        let payload = u64::from(self.cfg.payload());
+    fn check_app_limited(&mut self, now: u64, payload: u64) {
         let sent = self.stats.counters.bytes_sent;
         if self.attempted - sent < payload && self.queue.is_empty() && self.has_room() {
             self.rate.on_app_limited(self.in_flight());
@@ -291,7 +382,7 @@ impl DccpSender {
         }
     }
 
-    fn send(&mut self, now: u64, app_ns: u64, out: &mut Vec<Packet>) {
+    fn send(&mut self, now: u64, pending: Pending, out: &mut Vec<Packet>) {
         self.idle = false;
         let size = u64::from(self.cfg.packet_size);
         let seq = self.next_seq;
@@ -317,7 +408,7 @@ impl DccpSender {
         );
         let c = &mut self.stats.counters;
         c.packets_sent += 1;
-        c.bytes_sent += u64::from(self.cfg.payload());
+        c.bytes_sent += u64::from(pending.size - self.cfg.header_size);
         if let Some(rate) = self.pacing_rate() {
             let gap = rate.time_for(size).map_or(0, duration_nanos);
             self.next_send_ns = self.next_send_ns.max(now) + gap;
@@ -327,15 +418,16 @@ impl DccpSender {
             .get_or_insert(now + duration_nanos(self.rto));
         out.push(Packet {
             flow: self.flow,
-            size: self.cfg.packet_size,
+            size: pending.size,
             hop: 0,
             reverse: false,
             number: seq,
             sent_ns: now,
             body: Body::DccpData {
-                app_ns,
+                app_ns: pending.app_ns,
                 ack_ratio: self.ack_ratio().min(u64::from(u32::MAX)) as u32,
                 ack_of_ack: self.ack_of_ack.unwrap_or(u64::MAX),
+                carried: pending.carried,
             },
         });
     }
@@ -548,8 +640,10 @@ impl DccpSender {
         } else if !self.queue.is_empty() && self.has_room() {
             wake(self.next_send_ns.max(now));
         }
-        if let Some(t) = self.app.next_data_ns(self.produced, self.cfg.payload()) {
-            wake(t);
+        if let Feed::App { app, produced, .. } = &self.feed {
+            if let Some(t) = app.next_data_ns(*produced, self.cfg.payload()) {
+                wake(t);
+            }
         }
         if let Some(d) = deadline {
             self.timer
