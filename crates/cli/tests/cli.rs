@@ -105,6 +105,14 @@ fn bad_input_names_the_field_and_writes_nothing() {
             "flows[0].ack_ratio",
         ),
         (
+            "tunnel-missing-link",
+            format!(
+                "{GOOD}[[tunnels]]\nname = \"t\"\n[[tunnels.paths]]\npath = [\"nowhere\"]\n\
+                 reverse_path = [\"return\"]\ncc = \"ccid2\"\n"
+            ),
+            "tunnels[0].paths[0].path",
+        ),
+        (
             "ccid-on-reliable",
             GOOD.replace("\"newreno\"", "\"ccid2\""),
             "flows[0].cc",
