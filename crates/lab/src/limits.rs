@@ -25,6 +25,8 @@ pub const MAX_RATE_BPS: f64 = 1e12;
 pub const MAX_LINKS: usize = 1_000;
 /// Most flows in a scenario, after `count` copies.
 pub const MAX_FLOWS: usize = 10_000;
+/// Most tunnels of a scenario.
+pub const MAX_TUNNELS: usize = 1_000;
 /// Largest buffer in packets (and a fair queue's per-flow limit).
 pub const MAX_BUFFER_PACKETS: u64 = 1_000_000;
 /// Largest buffer, policer burst or fair-queue quantum in bytes: 1 GB.

@@ -297,6 +297,11 @@ impl Scenario {
         }
     }
 
+    /// The paths of all its tunnels.
+    pub fn tunnel_paths(&self) -> usize {
+        self.tunnels.iter().map(|t| t.paths.len()).sum()
+    }
+
     /// The simulator's tunnels, each with the flows it carries; the subflows' controllers are
     /// seeded as flows numbered after the scenario's own.
     fn sim_tunnels(&self) -> Vec<TunnelConfig> {
@@ -477,7 +482,7 @@ pub fn parse(
         })?;
         let mut scenario = resolve(spec, default_name, point.clone())
             .map_err(|(f, m)| err(&f, format!("{m}{context}")))?;
-        tables += scenario.links.len() + scenario.flows.len();
+        tables += scenario.links.len() + scenario.flows.len() + scenario.tunnel_paths();
         if tables > limits::MAX_SWEEP_TABLES {
             let message = format!(
                 "the points up to this one have more than {} links and flows (after `count`) \
@@ -593,6 +598,14 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
             return Err((format!("links[{i}].name"), format!("`{n}` is used twice")));
         }
     }
+    if spec.tunnels.len() > limits::MAX_TUNNELS {
+        let message = format!(
+            "{} tunnels; accepted: at most {}",
+            spec.tunnels.len(),
+            limits::MAX_TUNNELS
+        );
+        return Err(("tunnels".into(), message));
+    }
     let mut tunnels: Vec<TunnelPlan> = Vec::new();
     for (i, t) in spec.tunnels.iter().enumerate() {
         let plan = resolve_tunnel(t, i, &names)?;
@@ -619,7 +632,8 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
         }
     }
     if let Some(t) = trace_interval {
-        check_trace_rows(duration, t, flows.len() + spec.links.len())?;
+        let tunnel_series: usize = tunnels.iter().map(|t| 1 + t.paths.len()).sum();
+        check_trace_rows(duration, t, flows.len() + spec.links.len() + tunnel_series)?;
     }
     let mut links = Vec::new();
     let mut route_changes = Vec::new();
