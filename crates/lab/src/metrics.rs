@@ -199,6 +199,10 @@ pub struct TunnelCounts {
     pub gaps_skipped: u64,
     /// Most packets the reordering buffer held.
     pub most_buffered: u64,
+    /// Packets none of whose copies was forwarded.
+    pub lost: u64,
+    /// Packets the tunnel still held at the end of the run.
+    pub held_at_end: u64,
 }
 
 impl From<TunnelCounters> for TunnelCounts {
@@ -214,6 +218,8 @@ impl From<TunnelCounters> for TunnelCounts {
             duplicates: c.duplicates,
             gaps_skipped: c.gaps_skipped,
             most_buffered: c.most_buffered,
+            lost: c.lost,
+            held_at_end: c.held,
         }
     }
 }

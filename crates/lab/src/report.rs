@@ -233,7 +233,7 @@ fn tunnel_table(t: &TunnelMetrics) -> String {
     format!(
         "{}{}: {} packets entered, {} forwarded ({} late); dropped: {} at the tunnel queue, \
          {} at subflow send queues, {} in reordering; {} lost on paths, {} duplicates, {} \
-         gaps skipped\n",
+         gaps skipped, {} still in the tunnel at the end\n",
         table.render(),
         t.name,
         c.entered,
@@ -244,7 +244,8 @@ fn tunnel_table(t: &TunnelMetrics) -> String {
         c.reorder_drops,
         c.lost_on_paths,
         c.duplicates,
-        c.gaps_skipped
+        c.gaps_skipped,
+        c.held_at_end
     )
 }
 

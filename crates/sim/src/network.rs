@@ -1049,7 +1049,7 @@ fn sample_tunnel(tunnel: &mut Tunnel, series: &mut [Series], t: f64, interval_ns
         .expect("a tunnel has its own series");
     own.begin(t);
     for (dir, d) in ["", "back_"].iter().zip(&tunnel.dirs) {
-        let c = &d.counters;
+        let c = d.counters();
         own.set(&format!("{dir}queue_packets"), d.queued() as f64);
         own.set(&format!("{dir}reorder_buffered"), d.buffered() as f64);
         own.set(&format!("{dir}entered_packets"), c.entered as f64);
@@ -1085,7 +1085,7 @@ fn tunnel_stats(tunnel: &Tunnel, window_ns: u64) -> TunnelStats {
     };
     TunnelStats {
         name: tunnel.name.clone(),
-        counters: [tunnel.dirs[0].counters, tunnel.dirs[1].counters],
+        counters: [tunnel.dirs[0].counters(), tunnel.dirs[1].counters()],
         latency: [
             tunnel.dirs[0].latency.clone(),
             tunnel.dirs[1].latency.clone(),

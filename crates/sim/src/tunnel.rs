@@ -69,6 +69,12 @@ pub struct TunnelCounters {
     pub gaps_skipped: u64,
     /// Most packets the reordering buffer held.
     pub most_buffered: u64,
+    /// Packets none of whose copies was forwarded: each lost on its path, refused by a send
+    /// queue or dropped in reordering (with one copy per packet, the sum of those counts).
+    pub lost: u64,
+    /// Packets in the tunnel, neither forwarded nor dropped yet (queued, on a path or in the
+    /// reordering buffer).
+    pub held: u64,
 }
 
 /// One direction of a tunnel.
@@ -92,8 +98,7 @@ pub struct Direction {
     pub at_warmup: Vec<FlowCounters>,
     /// The reordering stage's idle-expiry timer.
     pub timer: LazyTimer,
-    /// Counters.
-    pub counters: TunnelCounters,
+    counters: TunnelCounters,
     /// Latency from the tunnel's entry to forwarding at the far end, of the packets that
     /// entered in the measurement window, ns.
     pub latency: Histogram,
@@ -165,6 +170,11 @@ impl Direction {
         }
     }
 
+    /// The counters.
+    pub fn counters(&self) -> TunnelCounters {
+        self.counters
+    }
+
     /// Packets waiting in the tunnel's queue.
     pub fn queued(&self) -> usize {
         self.queue.len()
@@ -194,6 +204,7 @@ impl Direction {
             forwarded: false,
         });
         self.queue.push_back(c);
+        self.counters.held += 1;
         true
     }
 
@@ -257,6 +268,8 @@ impl Direction {
         }
         if !rec.forwarded {
             released.free.push(rec.inner);
+            self.counters.held -= 1;
+            self.counters.lost += 1;
         }
         self.carried.release(c);
     }
@@ -327,9 +340,14 @@ impl Direction {
 
     fn forward(&mut self, now: u64, c: u32, fate: Fate, released: &mut Released) {
         let rec = self.carried.get_mut(c);
+        if rec.forwarded {
+            self.counters.duplicates += 1;
+            return self.drop_copy(c, released);
+        }
         rec.forwarded = true;
         released.forward.push(rec.inner);
         self.counters.forwarded += 1;
+        self.counters.held -= 1;
         if fate == Fate::Late {
             self.counters.forwarded_late += 1;
         }
