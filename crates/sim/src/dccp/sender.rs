@@ -109,6 +109,8 @@ pub struct DccpSender {
     rto: Duration,
     rto_deadline: Option<u64>,
     next_send_ns: u64,
+    /// When the latest packet left.
+    last_send_ns: Option<u64>,
     /// Greatest Acknowledgement Number received, for the receiver's pruning.
     ack_of_ack: Option<u64>,
     loss_episodes: LossEpisodes,
@@ -160,6 +162,7 @@ impl DccpSender {
             rto: RTO_INITIAL,
             rto_deadline: None,
             next_send_ns: 0,
+            last_send_ns: None,
             ack_of_ack: None,
             loss_episodes: LossEpisodes::default(),
             started: false,
@@ -374,9 +377,13 @@ impl DccpSender {
     /// only one the socket holds, the window has room, and every packet the CCID was asked
     /// about went out (fewer than a packet's bytes attempted and not sent). Once the window has
     /// held a packet back, attempts stay ahead of sends and the flow is never marked again.
+    /// "The only one the socket holds" is Linux's `sk_wmem_alloc <= truesize`: a packet sent
+    /// at the same instant is still in the host (its memory is freed when the NIC has sent
+    /// it), so only the first packet of a burst can be marked.
     fn check_app_limited(&mut self, now: u64, payload: u64) {
         let sent = self.stats.counters.bytes_sent;
-        if self.attempted - sent < payload && self.queue.is_empty() && self.has_room() {
+        let alone = self.queue.is_empty() && self.last_send_ns != Some(now);
+        if self.attempted - sent < payload && alone && self.has_room() {
             self.rate.on_app_limited(self.in_flight());
             self.cc.on_app_limited(Instant::from_nanos(now));
         }
@@ -384,6 +391,7 @@ impl DccpSender {
 
     fn send(&mut self, now: u64, pending: Pending, out: &mut Vec<Packet>) {
         self.idle = false;
+        self.last_send_ns = Some(now);
         let size = u64::from(self.cfg.packet_size);
         let seq = self.next_seq;
         self.next_seq += 1;
