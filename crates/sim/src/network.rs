@@ -788,8 +788,8 @@ impl Simulator {
         if let Endpoints::TunnelSubflow { tunnel, dir, path } =
             self.flows[packet.flow as usize].endpoints
         {
-            self.free_packet(idx);
-            return self.deliver_to_tunnel(tunnel, dir, usize::from(path), &packet);
+            self.deliver_to_tunnel(tunnel, dir, usize::from(path), &packet);
+            return self.free_packet(idx);
         }
         let f = self.owner(packet.flow);
         match (&mut self.flows[f as usize].endpoints, packet.body) {
