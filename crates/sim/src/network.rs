@@ -972,7 +972,6 @@ fn tunnel_series(tunnel: &Tunnel) -> Vec<Series> {
 
 /// Samples flow `flow` into `series`; `interval_ns` is the time since the last sample.
 fn sample_flow(flow: &mut Flow, series: &mut Series, interval_ns: u64) {
-    let ms = |d: Option<std::time::Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
     // What arrived since the last sample: its mean latency and its rate.
     let arrived = |series: &mut Series, tally: &mut IntervalTally| {
         let (latency_ns, bytes) = tally.take();
@@ -982,20 +981,16 @@ fn sample_flow(flow: &mut Flow, series: &mut Series, interval_ns: u64) {
     match &mut flow.endpoints {
         Endpoints::Reliable(c) => {
             let sender = c.primary();
-            let cc = sender.controller();
-            let counters = c.counters();
-            series.set("cwnd_bytes", cc.cwnd() as f64);
-            series.set(
-                "pacing_rate_bps",
-                sender.pacing_rate().map_or(f64::NAN, |r| r.bits_per_sec()),
-            );
-            series.set("in_flight_bytes", c.in_flight() as f64);
-            series.set("srtt_ms", ms(sender.rtt().smoothed()));
-            series.set("latest_rtt_ms", ms(sender.rtt().latest()));
-            series.set("delivered_bytes", c.reassembly().delivered as f64);
-            series.set("sent_packets", counters.packets_sent as f64);
-            series.set("lost_packets", counters.packets_lost as f64);
-            series.set_state(&cc.state());
+            let sending = Sending {
+                cc: sender.controller(),
+                pacing_rate: sender.pacing_rate(),
+                in_flight: c.in_flight(),
+                rtt: sender.rtt(),
+                delivered: c.reassembly().delivered,
+                counters: c.counters(),
+            };
+            sample_sending(&sending, series);
+            series.set_state(&sending.cc.state());
             arrived(series, &mut c.interval);
         }
         Endpoints::Datagram { source, sink } => {
@@ -1014,23 +1009,47 @@ fn sample_flow(flow: &mut Flow, series: &mut Series, interval_ns: u64) {
     }
 }
 
+/// What the trace columns every sending transport has are read from.
+struct Sending<'a> {
+    cc: &'a dyn Controller,
+    pacing_rate: Option<kleinrock_cc::Rate>,
+    in_flight: u64,
+    rtt: &'a kleinrock_cc::estimators::rtt::RttEstimator,
+    delivered: u64,
+    counters: FlowCounters,
+}
+
+/// The columns every sending transport has: window, pacing rate, bytes in flight, RTTs, bytes
+/// delivered, packets sent and lost.
+fn sample_sending(s: &Sending, series: &mut Series) {
+    let ms = |d: Option<std::time::Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+    series.set("cwnd_bytes", s.cc.cwnd() as f64);
+    let pacing = s.pacing_rate.map_or(f64::NAN, |r| r.bits_per_sec());
+    series.set("pacing_rate_bps", pacing);
+    series.set("in_flight_bytes", s.in_flight as f64);
+    series.set("srtt_ms", ms(s.rtt.smoothed()));
+    series.set("latest_rtt_ms", ms(s.rtt.latest()));
+    series.set("delivered_bytes", s.delivered as f64);
+    series.set("sent_packets", s.counters.packets_sent as f64);
+    series.set("lost_packets", s.counters.packets_lost as f64);
+}
+
 /// Samples the DCCP flow (or tunnel subflow) `d` into `series`; `interval_ns` is the time since
 /// the last sample.
 fn sample_dccp(d: &mut DccpEndpoints, series: &mut Series, interval_ns: u64) {
-    let ms = |d: Option<std::time::Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
     let (s, counters) = (&d.sender, d.counters());
     let cc = s.controller();
-    series.set("cwnd_bytes", cc.cwnd() as f64);
-    series.set(
-        "pacing_rate_bps",
-        s.pacing_rate().map_or(f64::NAN, |r| r.bits_per_sec()),
+    sample_sending(
+        &Sending {
+            cc,
+            pacing_rate: s.pacing_rate(),
+            in_flight: s.in_flight(),
+            rtt: s.rtt(),
+            delivered: counters.bytes_delivered,
+            counters,
+        },
+        series,
     );
-    series.set("in_flight_bytes", s.in_flight() as f64);
-    series.set("srtt_ms", ms(s.rtt().smoothed()));
-    series.set("latest_rtt_ms", ms(s.rtt().latest()));
-    series.set("delivered_bytes", counters.bytes_delivered as f64);
-    series.set("sent_packets", counters.packets_sent as f64);
-    series.set("lost_packets", counters.packets_lost as f64);
     series.set("pipe_packets", s.pipe() as f64);
     series.set("cwnd_packets", s.cwnd_packets() as f64);
     series.set("send_queue_packets", s.queued() as f64);
