@@ -1055,6 +1055,7 @@ fn sample_dccp(d: &mut DccpEndpoints, series: &mut Series, interval_ns: u64) {
     series.set("send_queue_packets", s.queued() as f64);
     series.set("send_queue_drops", counters.send_queue_drops as f64);
     series.set("ack_ratio", s.ack_ratio() as f64);
+    series.set("app_limited", f64::from(u8::from(s.app_limited())));
     series.set_state(&cc.state());
     let (latency_ns, bytes) = d.receiver.interval.take();
     series.set("latency_ms", latency_ns.map_or(f64::NAN, |l| l / 1e6));

@@ -252,6 +252,12 @@ impl DccpSender {
         self.pipe * u64::from(self.cfg.packet_size)
     }
 
+    /// Whether packets sent now are marked application-limited (the delivery-rate sampler's
+    /// bubble, draft-cheng-iccrg-delivery-rate-estimation §3.4).
+    pub fn app_limited(&self) -> bool {
+        self.rate.is_app_limited()
+    }
+
     /// Packets waiting in the send queue.
     pub fn queued(&self) -> usize {
         self.queue.len()
