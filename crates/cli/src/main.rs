@@ -72,6 +72,12 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// (Re)build report.html, the self-contained HTML report with plots, in an output
+    /// directory of `run`, `sweep`, `demo`, `reproduce` or `transfer`, without rerunning.
+    Report {
+        /// The output directory (what --out wrote).
+        dir: PathBuf,
+    },
     /// Move bytes with real QUIC through the userspace bottleneck emulator, all on loopback.
     Transfer(transfer::TransferArgs),
     /// Run the QUIC server alone (kleinrock, kleinrock-ts and hq-interop clients).
@@ -96,6 +102,7 @@ fn main() -> ExitCode {
         }
         Command::Demo { out } => cmd_demo(out),
         Command::Reproduce { paper, list, out } => cmd_reproduce(paper, list, out),
+        Command::Report { dir } => cmd_report(&dir),
         Command::Transfer(args) => transfer::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Send(args) => send::run(args),
@@ -229,6 +236,12 @@ fn cmd_reproduce(paper: Option<String>, list: bool, out: Option<PathBuf>) -> Res
             .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
         eprintln!("wrote {}", dir.display());
     }
+    Ok(())
+}
+
+fn cmd_report(dir: &Path) -> Result<(), String> {
+    kleinrock_lab::html::rebuild(dir)?;
+    eprintln!("wrote {}", dir.join(kleinrock_lab::html::REPORT).display());
     Ok(())
 }
 

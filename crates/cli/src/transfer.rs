@@ -369,10 +369,10 @@ fn save(dir: &Path, real: &RealRun, sim: Option<&RunOutput>) -> Result<(), Strin
             .join("flows")
             .join(format!("{}.csv", real.trace.name));
         write_file(&trace, |w| real.trace.write_csv(w))?;
-        match sim {
-            Some(o) => runner::write_run(&tmp.join("simulated"), o),
-            None => Ok(()),
+        if let Some(o) = sim {
+            runner::write_run(&tmp.join("simulated"), o)?;
         }
+        kleinrock_lab::html::write_report(tmp).map_err(std::io::Error::other)
     })
     .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
     eprintln!("wrote {}", dir.display());

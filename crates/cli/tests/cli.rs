@@ -297,3 +297,20 @@ fn transfer_takes_a_point_of_a_shipped_sweep_and_set_like_run() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("flows[0].packet_size"), "{err}");
 }
+
+#[test]
+fn report_refuses_a_directory_that_is_not_an_output_and_a_damaged_summary() {
+    let dir = scratch("report-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = kleinrock(&["report", dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a kleinrock output directory"), "{err}");
+    std::fs::write(dir.join("summary.json"), "{\"flows\": [").unwrap();
+    let o = kleinrock(&["report", dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("summary.json is damaged"), "{err}");
+    assert!(!dir.join("report.html").exists(), "nothing is written");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -6,6 +6,7 @@
 //! runs a paper's experiments and sets our figures beside the paper's.
 
 pub mod dumbbell;
+pub mod html;
 pub mod limits;
 pub mod metrics;
 pub mod report;

@@ -41,7 +41,7 @@ pub fn run_all(points: &[Scenario], progress: impl Fn() + Sync) -> Vec<RunOutput
 }
 
 /// A file name made of the safe characters of `name`.
-fn file_name(name: &str) -> String {
+pub(crate) fn file_name(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
@@ -96,6 +96,13 @@ pub fn write_run(dir: &Path, out: &RunOutput) -> io::Result<()> {
             write_file(&path, |w| s.write_csv(w))?;
         }
     }
+    write_cdfs(dir, out)?;
+    crate::html::write_report(dir).map_err(io::Error::other)
+}
+
+/// The latency and RTT CDFs of the flows, and a tunnel's latency CDFs: end to end, and per
+/// path.
+fn write_cdfs(dir: &Path, out: &RunOutput) -> io::Result<()> {
     for t in &out.result.tunnels {
         let cdfs = dir.join("latency_cdf");
         write_cdf(&cdfs, &t.name, "latency_ms", &t.latency[0])?;
@@ -196,7 +203,7 @@ fn write_tree(tmp: &Path, outputs: &[RunOutput], is_sweep: bool) -> io::Result<(
     } else if let Some(o) = outputs.first() {
         write_run(tmp, o)?;
     }
-    Ok(())
+    crate::html::write_report(tmp).map_err(io::Error::other)
 }
 
 /// Moves `tmp` to `dir`; an existing `dir` is moved aside first and removed only afterwards.

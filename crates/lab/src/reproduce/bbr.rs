@@ -16,6 +16,16 @@ use kleinrock_sim::trace::{Series, Trace};
 pub const INFO: PaperInfo = PaperInfo {
     name: "bbr",
     title: "BBR: Congestion-Based Congestion Control (ACM Queue 2016)",
+    scenarios: &[
+        "scenarios/bbr/bbr2_pair.toml",
+        "scenarios/bbr/bbr2_single.toml",
+        "scenarios/bbr/fig10_random_loss.toml",
+        "scenarios/bbr/fig12_buffer.toml",
+        "scenarios/bbr/fig5_bandwidth_step.toml",
+        "scenarios/bbr/fig6_startup.toml",
+        "scenarios/bbr/fig8_sharing.toml",
+        "scenarios/bbr/policer.toml",
+    ],
     run,
 };
 

@@ -120,7 +120,8 @@ impl Report {
         (claims.filter(|c| c.holds).count(), total)
     }
 
-    /// Writes `report.txt` and each figure's data as `data/<file>.csv` to `dir`, atomically.
+    /// Writes `report.txt`, each figure's data as `data/<file>.csv`, the report's contents as
+    /// `reproduce.json` and the page built from them as `report.html` to `dir`, atomically.
     pub fn write(&self, dir: &Path) -> io::Result<()> {
         write_atomically(dir, |tmp| {
             write_file(&tmp.join("report.txt"), |w| {
@@ -133,7 +134,43 @@ impl Report {
                     })?;
                 }
             }
-            Ok(())
+            write_file(&tmp.join("reproduce.json"), |w| {
+                serde_json::to_writer_pretty(&mut *w, &self.manifest())?;
+                writeln!(w)
+            })?;
+            crate::html::write_report(tmp).map_err(io::Error::other)
+        })
+    }
+
+    /// What `reproduce.json` holds: the paper, its scenario files, and per figure our table,
+    /// the claims and the names of the data files.
+    pub fn manifest(&self) -> serde_json::Value {
+        let scenarios = find(&self.paper).map_or(&[][..], |p| p.scenarios);
+        let figures: Vec<serde_json::Value> = self
+            .figures
+            .iter()
+            .map(|f| {
+                let claims: Vec<serde_json::Value> = f
+                    .claims
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({
+                            "key": c.key, "paper": c.paper, "ours": c.ours, "holds": c.holds
+                        })
+                    })
+                    .collect();
+                let data: Vec<&str> = f.data.iter().map(|(n, _)| n.as_str()).collect();
+                serde_json::json!({
+                    "id": f.id, "title": f.title, "table": f.table,
+                    "claims": claims, "data": data
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "paper": self.paper,
+            "title": self.title,
+            "scenarios": scenarios,
+            "figures": figures,
         })
     }
 }
@@ -147,6 +184,8 @@ pub struct PaperInfo {
     pub name: &'static str,
     /// The paper's title.
     pub title: &'static str,
+    /// Its scenario files, as the repository holds them (the binary embeds them).
+    pub scenarios: &'static [&'static str],
     /// Runs every experiment; `progress` is told which one is running.
     pub run: fn(Progress) -> Result<Report, String>,
 }

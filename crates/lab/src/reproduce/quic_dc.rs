@@ -16,6 +16,15 @@ use crate::runner::RunOutput;
 pub const INFO: PaperInfo = PaperInfo {
     name: "quic-dc",
     title: "QUIC Delay Control (QUIC-DC): Westwood+ with one-way queuing-delay control",
+    scenarios: &[
+        "scenarios/quic-dc/reverse_baseline.toml",
+        "scenarios/quic-dc/reverse_traffic.toml",
+        "scenarios/quic-dc/table1_4bdp.toml",
+        "scenarios/quic-dc/table2_2bdp.toml",
+        "scenarios/quic-dc/table3_1bdp.toml",
+        "scenarios/quic-dc/table4_0_5bdp.toml",
+        "scenarios/quic-dc/table5_multiflow.toml",
+    ],
     run,
 };
 

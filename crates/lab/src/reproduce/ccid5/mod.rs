@@ -23,6 +23,11 @@ use kleinrock_sim::trace::Series;
 pub const INFO: PaperInfo = PaperInfo {
     name: "ccid5",
     title: "CCID5: BBR for DCCP, on one path and over MP-DCCP",
+    scenarios: &[
+        "scenarios/ccid5/fig5_bandwidth_change.toml",
+        "scenarios/ccid5/fig6_udp_multipath.toml",
+        "scenarios/ccid5/fig7_tcp_multipath.toml",
+    ],
     run,
 };
 

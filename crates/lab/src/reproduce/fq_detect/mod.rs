@@ -27,6 +27,15 @@ use kleinrock_sim::trace::Series;
 pub const INFO: PaperInfo = PaperInfo {
     name: "fq-detect",
     title: "Detecting Fair Queuing for Better Congestion Control (§VI-VII, Figures 2-7)",
+    scenarios: &[
+        "scenarios/fq-detect/accuracy.toml",
+        "scenarios/fq-detect/accuracy_cross.toml",
+        "scenarios/fq-detect/fig2_3_single.toml",
+        "scenarios/fq-detect/fig4_7_competition.toml",
+        "scenarios/fq-detect/phase_locking.toml",
+        "scenarios/fq-detect/redetect.toml",
+        "scenarios/fq-detect/systematic.toml",
+    ],
     run,
 };
 

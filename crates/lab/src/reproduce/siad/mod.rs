@@ -82,6 +82,19 @@ use std::time::Duration;
 pub const INFO: PaperInfo = PaperInfo {
     name: "siad",
     title: "TCP SIAD: Scalable Increase Adaptive Decrease (§IV-A to C, Figures 3-13)",
+    scenarios: &[
+        "scenarios/siad/fig10_convergence.toml",
+        "scenarios/siad/fig11_newreno.toml",
+        "scenarios/siad/fig12_cubic.toml",
+        "scenarios/siad/fig13_random_loss.toml",
+        "scenarios/siad/fig13_short_flows.toml",
+        "scenarios/siad/fig3_4_buffers.toml",
+        "scenarios/siad/fig5_bandwidth.toml",
+        "scenarios/siad/fig6_route_change.toml",
+        "scenarios/siad/fig7_two_flows.toml",
+        "scenarios/siad/fig8_ten_flows.toml",
+        "scenarios/siad/fig9_join_leave.toml",
+    ],
     run,
 };
 
