@@ -10,12 +10,14 @@ mod serve;
 mod transfer;
 
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
-use kleinrock_lab::report::{run_tables, sweep_table, Table};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kleinrock_lab::aggregate::sweep_report;
+use kleinrock_lab::metrics::Summary;
+use kleinrock_lab::report::{replicate_table, run_tables, sweep_table, Table};
 use kleinrock_lab::runner::{check_output_dir, run_all, write_outputs, RunOutput};
 use kleinrock_lab::scenario::{load, parse, ScenarioSet};
 use kleinrock_lab::DEMO_SCENARIO;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -44,6 +46,10 @@ struct RunArgs {
     /// kleinrock output there is replaced, anything else is refused.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Show no progress and no "wrote DIR" line (progress is shown only when standard error
+    /// is a terminal).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
@@ -59,6 +65,9 @@ enum Command {
         /// Write the results (summaries, traces) to this directory.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Show no progress and no "wrote DIR" line.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Reproduce a paper's experiments and print our figures beside the paper's.
     Reproduce {
@@ -71,6 +80,9 @@ enum Command {
         /// Write report.txt and the data behind each figure (CSV) to this directory.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Show no progress and no "wrote DIR" line.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// (Re)build report.html, the self-contained HTML report with plots, in an output
     /// directory of `run`, `sweep`, `demo`, `reproduce` or `transfer`, without rerunning.
@@ -100,8 +112,13 @@ fn main() -> ExitCode {
             emit(&list_text());
             Ok(())
         }
-        Command::Demo { out } => cmd_demo(out),
-        Command::Reproduce { paper, list, out } => cmd_reproduce(paper, list, out),
+        Command::Demo { out, quiet } => cmd_demo(out, quiet),
+        Command::Reproduce {
+            paper,
+            list,
+            out,
+            quiet,
+        } => cmd_reproduce(paper, list, out, quiet),
         Command::Report { dir } => cmd_report(&dir),
         Command::Transfer(args) => transfer::run(args),
         Command::Serve(args) => serve::run(args),
@@ -125,24 +142,25 @@ fn cmd_run(args: RunArgs, sweep: bool) -> Result<(), String> {
     }
     if set.is_sweep && !sweep {
         return Err(format!(
-            "{} has a [sweep] grid of {} points; run it with `kleinrock sweep {}`",
+            "{} has a [sweep] table of {} runs; run it with `kleinrock sweep {}`",
             args.file.display(),
             set.points.len(),
             args.file.display()
         ));
     }
-    let outputs = execute(&set);
+    let outputs = execute(&set, args.quiet);
     report(&set, &outputs, args.json)?;
     if let Some(dir) = args.out {
-        save(&dir, &outputs, set.is_sweep)?;
+        save(&dir, &set, &outputs, args.quiet)?;
     }
     Ok(())
 }
 
-fn save(dir: &Path, outputs: &[RunOutput], is_sweep: bool) -> Result<(), String> {
-    write_outputs(dir, outputs, is_sweep)
-        .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
-    eprintln!("wrote {}", dir.display());
+fn save(dir: &Path, set: &ScenarioSet, outputs: &[RunOutput], quiet: bool) -> Result<(), String> {
+    write_outputs(dir, set, outputs).map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+    if !quiet {
+        eprintln!("wrote {}", dir.display());
+    }
     Ok(())
 }
 
@@ -158,37 +176,65 @@ pub(crate) fn emit(text: &str) {
     }
 }
 
-fn execute(set: &ScenarioSet) -> Vec<RunOutput> {
-    let bar = ProgressBar::new(set.points.len() as u64);
+/// A progress indicator on standard error: a bar of `len` steps, or a spinner without. It is
+/// hidden with `--quiet` and when standard error is not a terminal (indicatif would not draw
+/// there either; this says so).
+fn progress(len: Option<u64>, template: &str, quiet: bool) -> ProgressBar {
+    let target = if quiet || !std::io::stderr().is_terminal() {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    };
+    let bar = ProgressBar::with_draw_target(len, target);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} runs, {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    bar.set_message(set.name.clone());
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
+
+/// Runs every point of `set` on all cores; a bar counts the runs, or for a single run a
+/// spinner shows the time spent (the simulator reports no progress of its own).
+fn execute(set: &ScenarioSet, quiet: bool) -> Vec<RunOutput> {
+    let bar = match set.points.as_slice() {
+        [one] => {
+            let bar = progress(None, "{spinner} {msg}, {elapsed}", quiet);
+            let simulated = one.duration.as_secs_f64();
+            bar.set_message(format!("{}: simulating {simulated} s", set.name));
+            bar
+        }
+        points => {
+            let template = "{spinner} {msg} [{bar:30}] {pos}/{len} runs, {elapsed}";
+            let bar = progress(Some(points.len() as u64), template, quiet);
+            bar.set_message(set.name.clone());
+            bar
+        }
+    };
     let outputs = run_all(&set.points, || bar.inc(1));
     bar.finish_and_clear();
     outputs
 }
 
 fn report(set: &ScenarioSet, outputs: &[RunOutput], json: bool) -> Result<(), String> {
-    let summaries: Vec<_> = outputs.iter().map(|o| o.summary.clone()).collect();
+    let summaries: Vec<&Summary> = outputs.iter().map(|o| &o.summary).collect();
     if json {
         let text = if set.is_sweep {
-            serde_json::to_string_pretty(&summaries)
+            serde_json::to_string_pretty(&sweep_report(summaries, set.seeds.as_deref()))
         } else {
-            serde_json::to_string_pretty(&summaries[0])
+            serde_json::to_string_pretty(summaries[0])
         };
         emit(&format!("{}\n", text.map_err(|e| e.to_string())?));
-    } else if set.is_sweep {
-        emit(&sweep_table(&summaries));
+    } else if !set.is_sweep {
+        emit(&run_tables(summaries[0]));
+    } else if let Some(seeds) = &set.seeds {
+        emit(&replicate_table(&summaries, seeds));
     } else {
-        emit(&run_tables(&summaries[0]));
+        emit(&sweep_table(&summaries));
     }
     Ok(())
 }
 
-fn cmd_demo(out: Option<PathBuf>) -> Result<(), String> {
+fn cmd_demo(out: Option<PathBuf>, quiet: bool) -> Result<(), String> {
     let set = parse(DEMO_SCENARIO, "<built-in demo>", "demo", &[]).map_err(|e| e.to_string())?;
     if let Some(dir) = &out {
         check_output_dir(dir)?;
@@ -197,20 +243,24 @@ fn cmd_demo(out: Option<PathBuf>) -> Result<(), String> {
         "kleinrock demo: {}\n\n",
         set.points.first().map_or("", |p| p.description.as_str())
     ));
-    let outputs = execute(&set);
-    let summaries: Vec<_> = outputs.iter().map(|o| o.summary.clone()).collect();
-    emit(&sweep_table(&summaries));
+    let outputs = execute(&set, quiet);
+    report(&set, &outputs, false)?;
     emit(
         "\nBoth fill the link; loss-based control keeps the 2 BDP buffer full, so the RTT sits\n\
          well above the 50 ms base. `kleinrock demo --out DIR` writes the cwnd and queue traces.\n",
     );
     if let Some(dir) = out {
-        save(&dir, &outputs, true)?;
+        save(&dir, &set, &outputs, quiet)?;
     }
     Ok(())
 }
 
-fn cmd_reproduce(paper: Option<String>, list: bool, out: Option<PathBuf>) -> Result<(), String> {
+fn cmd_reproduce(
+    paper: Option<String>,
+    list: bool,
+    out: Option<PathBuf>,
+    quiet: bool,
+) -> Result<(), String> {
     let papers = kleinrock_lab::reproduce::papers();
     let names = || papers.iter().map(|p| p.name).collect::<Vec<_>>().join(", ");
     if list {
@@ -225,8 +275,7 @@ fn cmd_reproduce(paper: Option<String>, list: bool, out: Option<PathBuf>) -> Res
     if let Some(dir) = &out {
         check_output_dir(dir)?;
     }
-    let bar = ProgressBar::new_spinner();
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let bar = progress(None, "{spinner} {msg}, {elapsed}", quiet);
     let report = (info.run)(&|step: &str| bar.set_message(format!("running {step}")))?;
     bar.finish_and_clear();
     emit(&report.render());
@@ -234,7 +283,9 @@ fn cmd_reproduce(paper: Option<String>, list: bool, out: Option<PathBuf>) -> Res
         report
             .write(&dir)
             .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
-        eprintln!("wrote {}", dir.display());
+        if !quiet {
+            eprintln!("wrote {}", dir.display());
+        }
     }
     Ok(())
 }

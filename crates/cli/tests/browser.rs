@@ -306,34 +306,71 @@ fn the_harness_catches_invalid_html() {
 // ---------------------------------------------------------------------------------------------
 // The reports `kleinrock` writes.
 
-/// `kleinrock run scenarios/examples/reverse_traffic.toml`: two flows (forward, backward), each
-/// on its own link (left-to-right, right-to-left) and ACKed over the other.
+/// `kleinrock run scenarios/examples/reverse_traffic.toml`: two Cubic flows (forward,
+/// backward), each on its own link and ACKed over the other.
 const RUN_FLOWS: usize = 2;
 const RUN_LINKS: usize = 2;
-/// A run's report: one plot per flow (its trace over time), one per link (its queue over time),
-/// and one of the RTT CDFs of all flows.
-const PLOTS_PER_FLOW: usize = 1;
-const PLOTS_PER_LINK: usize = 1;
-const RUN_REPORT_PLOTS: usize = RUN_FLOWS * PLOTS_PER_FLOW + RUN_LINKS * PLOTS_PER_LINK + 1;
+/// A run's report (README "report.html"): per flow with a controller its window, rates,
+/// delays and controller state over time; per link its queue and its throughput; and the RTT
+/// and per-packet latency CDFs of all flows.
+const PLOTS_PER_FLOW: usize = 4;
+const PLOTS_PER_LINK: usize = 2;
+const RUN_REPORT_PLOTS: usize = RUN_FLOWS * PLOTS_PER_FLOW + RUN_LINKS * PLOTS_PER_LINK + 2;
 
-/// `kleinrock sweep scenarios/demo.toml`: two points (`flows.0.cc` = newreno, cubic).
-const SWEEP_POINTS: usize = 2;
-/// A sweep's report: one plot per point (its flow's trace) and one comparing the points'
-/// goodput and delay.
-const SWEEP_REPORT_PLOTS: usize = SWEEP_POINTS + 1;
+/// `kleinrock sweep scenarios/demo.toml`: one swept field, `flows.0.cc`.
+const SWEPT_FIELDS: usize = 1;
+/// A sweep's report: goodput, mean RTT and loss against each swept field, and goodput against
+/// mean RTT per controller.
+const SWEEP_REPORT_PLOTS: usize = 3 * SWEPT_FIELDS + 1;
 
-/// `kleinrock reproduce bbr`: Figures 5, 6-7, 8, 10 and 12, the policer and the BBR v2 pair,
-/// the seven sections of its report.txt.
-const BBR_FIGURES: usize = 7;
-/// The reproduction's report: one plot per figure.
-const REPRODUCE_BBR_REPORT_PLOTS: usize = BBR_FIGURES;
+/// The column groups of a reproduction's data files, each drawn as one plot (README
+/// "report.html"): columns ending in these units.
+const UNITS: [&str; 4] = ["_bps", "_ms", "_bytes", "_packets"];
+/// Counters, not drawn.
+const COUNTERS: [&str; 4] = [
+    "delivered_bytes",
+    "sent_packets",
+    "lost_packets",
+    "sent_bytes",
+];
+
+/// A reproduction's plots, counted from its data files: one per data file and unit with a
+/// value, the first column being the x axis.
+fn reproduction_plots(dir: &Path) -> usize {
+    let mut plots = 0;
+    for entry in std::fs::read_dir(dir.join("data")).expect("the data directory") {
+        let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a CSV");
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        let has_value = |i: usize| {
+            rows.iter().any(|r| {
+                r.get(i)
+                    .and_then(|c| c.parse::<f64>().ok())
+                    .is_some_and(f64::is_finite)
+            })
+        };
+        if !has_value(0) {
+            continue;
+        }
+        plots += UNITS
+            .iter()
+            .filter(|unit| {
+                (1..header.len()).any(|i| {
+                    header[i].ends_with(*unit) && !COUNTERS.contains(&header[i]) && has_value(i)
+                })
+            })
+            .count();
+    }
+    plots
+}
 
 /// Runs `kleinrock ARGS --out DIR`, then checks `DIR/report.html` with both checks; the
 /// screenshot goes to `docs/DOCS_PNG` as well with `KLEINROCK_DOCS_SCREENSHOTS=1`.
 fn check_kleinrock_report(
     test: &str,
     args: &[&str],
-    expected_plots: usize,
+    expected_plots: Option<usize>,
     docs_png: Option<&str>,
 ) {
     let dir = Scratch::new(test);
@@ -360,6 +397,7 @@ fn check_kleinrock_report(
     );
     check_html5(&html);
     let screenshot = dir.join(format!("{test}.png"));
+    let expected_plots = expected_plots.unwrap_or_else(|| reproduction_plots(&out));
     check_report(&html, expected_plots, &screenshot);
     if let Some(docs_png) = docs_png {
         if std::env::var_os("KLEINROCK_DOCS_SCREENSHOTS").is_some_and(|v| v == "1") {
@@ -373,34 +411,31 @@ fn check_kleinrock_report(
 }
 
 #[test]
-#[ignore = "needs report.html (issue 17)"]
 fn a_run_report_shows_every_plot_in_chromium_and_parses_as_html5() {
     check_kleinrock_report(
         "run",
         &["run", "scenarios/examples/reverse_traffic.toml"],
-        RUN_REPORT_PLOTS,
+        Some(RUN_REPORT_PLOTS),
         Some("report-run.png"),
     );
 }
 
 #[test]
-#[ignore = "needs report.html (issue 17)"]
 fn a_sweep_report_shows_every_plot_in_chromium_and_parses_as_html5() {
     check_kleinrock_report(
         "sweep",
         &["sweep", "scenarios/demo.toml"],
-        SWEEP_REPORT_PLOTS,
+        Some(SWEEP_REPORT_PLOTS),
         None,
     );
 }
 
 #[test]
-#[ignore = "needs report.html (issue 17)"]
 fn the_reproduce_bbr_report_shows_every_plot_in_chromium_and_parses_as_html5() {
     check_kleinrock_report(
         "reproduce-bbr",
         &["reproduce", "bbr"],
-        REPRODUCE_BBR_REPORT_PLOTS,
+        None,
         Some("report-reproduce.png"),
     );
 }

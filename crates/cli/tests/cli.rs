@@ -298,10 +298,119 @@ fn transfer_takes_a_point_of_a_shipped_sweep_and_set_like_run() {
     assert!(err.contains("flows[0].packet_size"), "{err}");
 }
 
+/// Runs kleinrock with standard error on a new pseudo-terminal of 100 columns and returns
+/// what it wrote there (standard output is discarded).
+fn stderr_on_a_terminal(args: &[&str]) -> String {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut leader, mut follower) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: 100,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let null = std::ptr::null_mut();
+    // SAFETY: openpty fills in two new descriptors, owned by the files made of them below;
+    // close-on-exec keeps the other tests' children from holding the terminal open.
+    let (leader, follower) = unsafe {
+        assert_eq!(
+            libc::openpty(&mut leader, &mut follower, null, std::ptr::null(), &size),
+            0
+        );
+        for fd in [leader, follower] {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+        (
+            std::fs::File::from_raw_fd(leader),
+            OwnedFd::from_raw_fd(follower),
+        )
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kleinrock"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(follower)
+        .spawn()
+        .expect("kleinrock starts");
+    // Reading ends (with EIO) once the child, the last holder of the follower, has exited.
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = (&leader).read_to_end(&mut text);
+        text
+    });
+    child.wait().unwrap();
+    String::from_utf8_lossy(&reader.join().unwrap()).into_owned()
+}
+
+#[test]
+fn progress_shows_on_a_terminal_and_quiet_hides_it() {
+    let dir = scratch("quiet");
+    let file = dir.join("good.toml");
+    std::fs::write(&file, GOOD).unwrap();
+    let sweep = dir.join("sweep.toml");
+    std::fs::write(&sweep, format!("{GOOD}\n[sweep]\nreplicates = 2\n")).unwrap();
+    let (file, sweep) = (file.to_str().unwrap(), sweep.to_str().unwrap());
+    // main.rs `execute`: a single run shows a spinner with the simulated time.
+    let shown = stderr_on_a_terminal(&["run", file]);
+    assert!(shown.contains("simulating 2 s"), "{shown:?}");
+    let shown = stderr_on_a_terminal(&["sweep", sweep]);
+    assert!(shown.contains("/2 runs"), "the sweep's bar: {shown:?}");
+    // --quiet: no progress and no `wrote DIR` line, and the results are still written.
+    let out = dir.join("out");
+    let out_text = out.to_str().unwrap();
+    for args in [
+        vec!["run", file, "--quiet", "--out", out_text],
+        vec!["sweep", sweep, "--quiet", "--out", out_text],
+        vec!["demo", "-q"],
+    ] {
+        assert_eq!(stderr_on_a_terminal(&args), "", "{args:?}");
+    }
+    assert!(out.join("sweep.json").is_file());
+    // Standard error not a terminal: no progress, only the `wrote` line.
+    let o = kleinrock(&["run", file, "--out", out_text]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("wrote {out_text}\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_sweep_with_replicates_prints_intervals_and_writes_aggregates() {
+    let dir = scratch("replicates");
+    let file = dir.join("r.toml");
+    let lossy = GOOD.replacen("buffer = \"1bdp\"", "buffer = \"1bdp\"\nloss = 0.01", 1);
+    std::fs::write(&file, format!("{lossy}\n[sweep]\nreplicates = 3\n")).unwrap();
+    let out = dir.join("out");
+    let o = kleinrock(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // README "Output": cells are `mean ± half-width`, with the seeds named below the table.
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains(" ± ") && table.contains("seeds 1 to 3"),
+        "{table}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(json["aggregates"][0]["runs"], serde_json::json!([0, 1, 2]));
+    assert!(
+        out.join("point-2/summary.json").is_file(),
+        "a directory per run"
+    );
+    // `run` refuses the file: it is a sweep of one point, three times.
+    let o = kleinrock(&["run", file.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[sweep] table of 3 runs"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn report_refuses_a_directory_that_is_not_an_output_and_a_damaged_summary() {
     let dir = scratch("report-bad");
-    std::fs::create_dir_all(&dir).unwrap();
     let o = kleinrock(&["report", dir.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");

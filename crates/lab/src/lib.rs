@@ -1,10 +1,12 @@
 //! kleinrock-lab: scenarios (TOML) with sweeps, the runner, metrics and reports.
 //!
 //! [`scenario::load`] turns a file into validated [`scenario::Scenario`]s (one per sweep
-//! point), [`runner::run`] and [`runner::run_all`] run them in the simulator,
-//! [`metrics`] defines every reported figure, [`report`] renders tables, and [`reproduce`]
-//! runs a paper's experiments and sets our figures beside the paper's.
+//! point and seed), [`runner::run`] and [`runner::run_all`] run them in the simulator,
+//! [`metrics`] defines every reported figure, [`aggregate`] summarises a point's replicates
+//! as means with [`stats`]' confidence intervals, [`report`] renders tables, and
+//! [`reproduce`] runs a paper's experiments and sets our figures beside the paper's.
 
+pub mod aggregate;
 pub mod dumbbell;
 pub mod html;
 pub mod limits;
@@ -14,6 +16,7 @@ pub mod reproduce;
 pub mod runner;
 pub mod scenario;
 pub mod source;
+pub mod stats;
 pub mod sweep;
 pub mod tunnel;
 

@@ -50,8 +50,10 @@ pub const MAX_ACK_RATIO: u64 = 10_000;
 pub const MAX_IN_FLIGHT: u64 = 1 << 24;
 /// Most trace rows over all flows and links: duration / trace_interval x (flows + links).
 pub const MAX_TRACE_ROWS: u64 = 10_000_000;
-/// Most points of a sweep grid.
+/// Most runs of a sweep: grid points x seeds.
 pub const MAX_SWEEP_POINTS: usize = 10_000;
+/// Most seeds a sweep point runs with (`seeds` or `replicates` in `[sweep]`).
+pub const MAX_REPLICATES: usize = 1_000;
 /// Most links and flows (after `count`) over all points of a sweep (each point is a scenario
 /// of its own).
 pub const MAX_SWEEP_TABLES: usize = 1_000_000;

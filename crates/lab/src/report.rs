@@ -1,6 +1,8 @@
 //! Terminal tables: a run's flows and links, and one row per point of a sweep.
 
+use crate::aggregate::{aggregate, flow_metric, LinkAggregate, PointAggregate};
 use crate::metrics::{FlowMetrics, Latency, Summary, TunnelMetrics};
+use crate::stats::Stat;
 use crate::sweep::label;
 
 /// A plain text table with right-aligned numeric columns.
@@ -72,40 +74,58 @@ pub fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".to_string(), |v| format!("{v:.digits$}"))
 }
 
-fn flow_cells(f: &FlowMetrics) -> Vec<String> {
-    vec![
-        num(Some(f.goodput_bps / 1e6), 3),
-        num(Some(f.throughput_bps / 1e6), 3),
-        num(Some(f.loss_rate * 100.0), 3),
-        num(f.rtt_mean_ms, 1),
-        num(f.rtt_std_ms, 1),
-        num(f.rtt_p50_ms, 1),
-        num(f.rtt_p95_ms, 1),
-        num(f.rtt_p99_ms, 1),
-        num(f.owqd_mean_ms, 1),
-        num(f.loss_event_distance_s, 2),
-        num(f.completion_s, 3),
-    ]
+/// A column of the flow tables: its title, the metric (by its name in [`FLOW_METRICS`]), the
+/// conversion to the column's unit, and the decimals shown.
+struct Column {
+    title: &'static str,
+    metric: &'static str,
+    unit: fn(f64) -> f64,
+    digits: usize,
 }
 
-const FLOW_HEADER: [&str; 11] = [
-    "Gput Mbps",
-    "Tput Mbps",
-    "Loss %",
-    "RTTavg",
-    "RTTstd",
-    "RTTp50",
-    "RTTp95",
-    "RTTp99",
-    "OWQD ms",
-    "LED s",
-    "FCT s",
+const fn column(
+    title: &'static str,
+    metric: &'static str,
+    unit: fn(f64) -> f64,
+    digits: usize,
+) -> Column {
+    Column {
+        title,
+        metric,
+        unit,
+        digits,
+    }
+}
+
+const FLOW_COLUMNS: [Column; 11] = [
+    column("Gput Mbps", "goodput_bps", |v| v / 1e6, 3),
+    column("Tput Mbps", "throughput_bps", |v| v / 1e6, 3),
+    column("Loss %", "loss_rate", |v| v * 100.0, 3),
+    column("RTTavg", "rtt_mean_ms", |v| v, 1),
+    column("RTTstd", "rtt_std_ms", |v| v, 1),
+    column("RTTp50", "rtt_p50_ms", |v| v, 1),
+    column("RTTp95", "rtt_p95_ms", |v| v, 1),
+    column("RTTp99", "rtt_p99_ms", |v| v, 1),
+    column("OWQD ms", "owqd_mean_ms", |v| v, 1),
+    column("LED s", "loss_event_distance_s", |v| v, 2),
+    column("FCT s", "completion_s", |v| v, 3),
 ];
+
+fn flow_header() -> impl Iterator<Item = &'static str> {
+    FLOW_COLUMNS.iter().map(|c| c.title)
+}
+
+fn flow_cells(f: &FlowMetrics) -> Vec<String> {
+    FLOW_COLUMNS
+        .iter()
+        .map(|c| num(flow_metric(f, c.metric).map(c.unit), c.digits))
+        .collect()
+}
 
 /// The flows and links of one run.
 pub fn run_tables(s: &Summary) -> String {
     let mut header = vec!["flow", "cc"];
-    header.extend(FLOW_HEADER);
+    header.extend(flow_header());
     let mut flows = Table::new(&header);
     for f in &s.flows {
         let mut cells = vec![f.name.clone(), f.cc.clone()];
@@ -251,44 +271,146 @@ fn tunnel_table(t: &TunnelMetrics) -> String {
 
 /// One row per sweep point (per flow of each point when a scenario has several flows), with
 /// the busiest link's utilisation and queue fill and the point's Jain's index.
-pub fn sweep_table(summaries: &[Summary]) -> String {
+pub fn sweep_table(summaries: &[&Summary]) -> String {
     let per_flow = summaries.iter().any(|s| s.flows.len() > 1);
+    let mut t = point_table(per_flow);
+    for s in summaries {
+        let busiest = s
+            .links
+            .iter()
+            .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
+        let flows = s.flows.iter().map(|f| (f.name.clone(), flow_cells(f)));
+        let point_cells = [
+            num(busiest.map(|l| l.utilisation * 100.0), 2),
+            num(busiest.map(|l| l.mean_queue_fill * 100.0), 1),
+            num(s.jain_index, 3),
+        ];
+        point_rows(&mut t, per_flow, point_label(s), flows, point_cells);
+    }
+    t.render()
+}
+
+/// The table of a sweep with replicates: as [`sweep_table`], one row per point (and flow),
+/// each cell the mean over the point's runs ± the half-width of its 95 % confidence interval;
+/// `runs` holds each point's runs, one per seed of `seeds`, one point after the other.
+pub fn replicate_table(runs: &[&Summary], seeds: &[u64]) -> String {
+    let per_flow = runs.iter().any(|s| s.flows.len() > 1);
+    let mut t = point_table(per_flow);
+    for a in aggregate(runs, seeds.len()) {
+        let flows = a.flows.iter().map(|f| {
+            let cells = FLOW_COLUMNS
+                .iter()
+                .map(|c| stat_cell(f.metrics.get(c.metric), c.unit, c.digits))
+                .collect();
+            (f.name.clone(), cells)
+        });
+        let point_cells = aggregate_point_cells(&a);
+        point_rows(
+            &mut t,
+            per_flow,
+            point_label(runs[a.runs[0]]),
+            flows,
+            point_cells,
+        );
+    }
+    let note = match seeds {
+        [seed] => format!("each cell: the point's one run (seed {seed}); an interval needs two"),
+        _ => format!(
+            "each cell: the mean over the point's runs (seeds {}) ± the half-width of its 95 % \
+             confidence interval (Student's t, n - 1 degrees of freedom)",
+            seeds_text(seeds)
+        ),
+    };
+    format!("{}{note}\n", t.render())
+}
+
+/// The utilisation and queue fill of the link with the highest mean utilisation, and Jain's
+/// index, as `mean ± half-width`.
+fn aggregate_point_cells(a: &PointAggregate) -> [String; 3] {
+    let utilisation = |l: &&LinkAggregate| l.metrics.get("utilisation").map_or(0.0, |s| s.mean);
+    let busiest = a
+        .links
+        .iter()
+        .max_by(|x, y| utilisation(x).total_cmp(&utilisation(y)));
+    let link_stat = |metric| busiest.and_then(|l| l.metrics.get(metric));
+    [
+        stat_cell(link_stat("utilisation"), |v| v * 100.0, 2),
+        stat_cell(link_stat("mean_queue_fill"), |v| v * 100.0, 1),
+        stat_cell(a.jain_index, |v| v, 3),
+    ]
+}
+
+/// `mean ± half-width` in the column's unit; the mean alone for one run, `-` without any.
+fn stat_cell(stat: Option<Stat>, unit: fn(f64) -> f64, digits: usize) -> String {
+    let Some(s) = stat else {
+        return "-".into();
+    };
+    match s.half_width() {
+        Some(h) => format!("{:.digits$} ± {:.digits$}", unit(s.mean), unit(h)),
+        None => format!("{:.digits$}", unit(s.mean)),
+    }
+}
+
+/// `1 to 5` for consecutive seeds, else the list.
+fn seeds_text(seeds: &[u64]) -> String {
+    match seeds {
+        [first, .., last] if seeds.windows(2).all(|w| w[1] == w[0] + 1) => {
+            format!("{first} to {last}")
+        }
+        _ => {
+            let each: Vec<String> = seeds.iter().map(u64::to_string).collect();
+            each.join(", ")
+        }
+    }
+}
+
+/// The header of a sweep table: the point, the flow when `per_flow`, the flow columns, the
+/// busiest link's utilisation and queue fill, and Jain's index.
+fn point_table(per_flow: bool) -> Table {
     let mut header = vec!["point"];
     if per_flow {
         header.push("flow");
     }
-    header.extend(FLOW_HEADER);
+    header.extend(flow_header());
     header.extend(["util %", "queue %", "JFI"]);
     let mut t = Table::new(&header);
     if per_flow {
         t.text_columns = 2;
     }
-    for s in summaries {
-        let point = if s.point.is_empty() {
-            s.scenario.clone()
-        } else {
-            label(&s.point)
-        };
-        let busiest = s
-            .links
-            .iter()
-            .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
-        for (i, f) in s.flows.iter().enumerate() {
-            let first = i == 0;
-            let mut cells = vec![if first { point.clone() } else { String::new() }];
-            if per_flow {
-                cells.push(f.name.clone());
-            } else if !first {
-                break;
-            }
-            cells.extend(flow_cells(f));
-            if first {
-                cells.push(num(busiest.map(|l| l.utilisation * 100.0), 2));
-                cells.push(num(busiest.map(|l| l.mean_queue_fill * 100.0), 1));
-                cells.push(num(s.jain_index, 3));
-            }
-            t.row(cells);
-        }
+    t
+}
+
+/// The sweep assignments of a run, or its scenario's name without any.
+fn point_label(s: &Summary) -> String {
+    if s.point.is_empty() {
+        s.scenario.clone()
+    } else {
+        label(&s.point)
     }
-    t.render()
+}
+
+/// The rows of one point: each flow with its cells (the first flow only unless `per_flow`),
+/// the point's label and `point_cells` on the first row.
+fn point_rows(
+    t: &mut Table,
+    per_flow: bool,
+    point: String,
+    flows: impl Iterator<Item = (String, Vec<String>)>,
+    point_cells: [String; 3],
+) {
+    for (i, (name, cells)) in flows.enumerate() {
+        let first = i == 0;
+        if !first && !per_flow {
+            break;
+        }
+        let mut row = vec![if first { point.clone() } else { String::new() }];
+        if per_flow {
+            row.push(name);
+        }
+        row.extend(cells);
+        if first {
+            row.extend(point_cells.clone());
+        }
+        t.row(row);
+    }
 }

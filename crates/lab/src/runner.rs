@@ -1,8 +1,9 @@
 //! Running scenarios: one run, a sweep in parallel on all cores, and writing results to an
 //! output directory atomically (a temporary directory renamed into place when complete).
 
+use crate::aggregate::sweep_report;
 use crate::metrics::{summarize, Summary};
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, ScenarioSet};
 use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::{SimResult, Simulator};
 use rayon::prelude::*;
@@ -170,10 +171,11 @@ pub fn check_output_dir(dir: &Path) -> Result<PathBuf, String> {
     Ok(abs)
 }
 
-/// Writes the results to `dir` (checked by [`check_output_dir`]): one run directly in it; a
-/// sweep as `sweep.json` plus one `point-<i>` directory per point.
-pub fn write_outputs(dir: &Path, outputs: &[RunOutput], is_sweep: bool) -> io::Result<()> {
-    write_atomically(dir, |tmp| write_tree(tmp, outputs, is_sweep))
+/// Writes the results of `set` to `dir` (checked by [`check_output_dir`]): one run directly
+/// in it; a sweep as `sweep.json` (see [`sweep_report`]) plus one `point-<i>` directory per
+/// run.
+pub fn write_outputs(dir: &Path, set: &ScenarioSet, outputs: &[RunOutput]) -> io::Result<()> {
+    write_atomically(dir, |tmp| write_tree(tmp, set, outputs))
 }
 
 /// Runs `write` on a temporary sibling of `dir` and moves the result into place when it
@@ -190,11 +192,12 @@ pub fn write_atomically(dir: &Path, write: impl FnOnce(&Path) -> io::Result<()>)
     result
 }
 
-fn write_tree(tmp: &Path, outputs: &[RunOutput], is_sweep: bool) -> io::Result<()> {
-    if is_sweep {
+fn write_tree(tmp: &Path, set: &ScenarioSet, outputs: &[RunOutput]) -> io::Result<()> {
+    if set.is_sweep {
         let summaries: Vec<&Summary> = outputs.iter().map(|o| &o.summary).collect();
+        let report = sweep_report(summaries, set.seeds.as_deref());
         write_file(&tmp.join("sweep.json"), |w| {
-            serde_json::to_writer_pretty(&mut *w, &summaries)?;
+            serde_json::to_writer_pretty(&mut *w, &report)?;
             writeln!(w)
         })?;
         for (i, o) in outputs.iter().enumerate() {

@@ -3,7 +3,7 @@
 //! fails validation never reaches the simulator.
 
 use crate::limits::{self, bytes_within, duration_within, rate_within, whole_within};
-use crate::sweep::{expand, SweepPoint};
+use crate::sweep::{expand, Replicates, SweepPoint};
 use crate::tunnel::{resolve_tunnel, TunnelPlan, TunnelSpec};
 use kleinrock_cc::controller::units::{parse_bytes, parse_duration, parse_rate};
 use kleinrock_cc::registry::find;
@@ -415,6 +415,10 @@ pub struct ScenarioSet {
     pub name: String,
     /// Whether the file has a sweep grid.
     pub is_sweep: bool,
+    /// The seeds each grid point runs with, when the `[sweep]` table gives `seeds` or
+    /// `replicates`: `points` then holds every grid point once per seed, point by point and
+    /// within a point in this order.
+    pub seeds: Option<Vec<u64>>,
     /// The points (one without a sweep), all validated.
     pub points: Vec<Scenario>,
 }
@@ -450,24 +454,15 @@ pub fn parse(
     let mut root = crate::source::parse_table(text).map_err(|m| err("", m))?;
     let applied =
         crate::sweep::apply_overrides(&mut root, overrides).map_err(|(f, m)| err(&f, m))?;
+    let replicates = crate::sweep::take_replicates(&mut root).map_err(|(f, m)| err(&f, m))?;
     let sweep = match root.get("sweep") {
         None => None,
         Some(toml::Value::Table(t)) => Some(t.clone()),
         Some(_) => return Err(err("sweep", "must be a table of `path = [values]`".into())),
     };
-    if let Some((path, _)) = applied
-        .iter()
-        .find(|(p, _)| sweep.as_ref().is_some_and(|s| s.contains_key(p)))
-    {
-        return Err(err(
-            &format!("--set {path}"),
-            format!(
-                "this field is swept by the file's [sweep] grid; change the grid instead, \
-                 e.g. --set 'sweep.\"{path}\"=[...]'"
-            ),
-        ));
-    }
-    let points = expand(&root, sweep.as_ref(), text.len()).map_err(|(f, m)| err(&f, m))?;
+    check_overrides(&applied, sweep.as_ref(), replicates.as_ref()).map_err(|(f, m)| err(&f, m))?;
+    let points = expand(&root, sweep.as_ref(), replicates.as_ref(), text.len())
+        .map_err(|(f, m)| err(&f, m))?;
     let mut scenarios = Vec::with_capacity(points.len());
     let mut tables = 0;
     for (point, value) in points {
@@ -500,8 +495,34 @@ pub fn parse(
             .first()
             .map_or(default_name.to_string(), |s| s.name.clone()),
         is_sweep: sweep.is_some(),
+        seeds: replicates.map(|r| r.seeds),
         points: scenarios,
     })
+}
+
+/// An override may not set what the `[sweep]` table sets: a swept field, or the seed where
+/// the table lists `seeds`.
+fn check_overrides(
+    applied: &SweepPoint,
+    sweep: Option<&toml::Table>,
+    replicates: Option<&Replicates>,
+) -> FieldResult<()> {
+    let listed_seeds = replicates.is_some_and(|r| r.key == "seeds");
+    for (path, _) in applied {
+        if sweep.is_some_and(|s| s.contains_key(path)) {
+            let message = format!(
+                "this field is swept by the file's [sweep] grid; change the grid instead, \
+                 e.g. --set 'sweep.\"{path}\"=[...]'"
+            );
+            return Err((format!("--set {path}"), message));
+        }
+        if listed_seeds && path == "seed" {
+            let message = "the seeds are the [sweep] table's `seeds`; change those instead, \
+                           e.g. --set 'sweep.seeds=[1, 2, 3]'";
+            return Err(("--set seed".into(), message.into()));
+        }
+    }
+    Ok(())
 }
 
 /// A type error as the user would say it: what the field accepts, instead of the parser's

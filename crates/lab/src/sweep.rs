@@ -1,9 +1,9 @@
 //! Sweep grids and overrides: `path = value` assignments into a scenario's TOML tree
 //! (`flows.0.cc`, `links[1].buffer`, `flows.0.params.beta`), and the Cartesian product of a
-//! `[sweep]` table's value lists.
+//! `[sweep]` table's value lists, each point once per seed of its `seeds` or `replicates`.
 
 use crate::limits::{
-    MAX_FLOWS, MAX_LINKS, MAX_SWEEP_POINTS, MAX_SWEEP_TABLES, MAX_SWEEP_TEXT_BYTES,
+    MAX_FLOWS, MAX_LINKS, MAX_REPLICATES, MAX_SWEEP_POINTS, MAX_SWEEP_TABLES, MAX_SWEEP_TEXT_BYTES,
 };
 use toml::{Table, Value};
 
@@ -163,10 +163,139 @@ pub fn apply_overrides(
     Ok(applied)
 }
 
-/// The grid has at most [`MAX_SWEEP_POINTS`] points, checked before any is built.
+/// The seeds every point of a sweep runs with, from the `[sweep]` table's `seeds` or
+/// `replicates`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replicates {
+    /// The key that gave them: `seeds` or `replicates`.
+    pub key: &'static str,
+    /// The seeds, distinct, in the order the runs of a point take them.
+    pub seeds: Vec<u64>,
+}
+
+/// Takes `seeds = [...]` or `replicates = N` out of the `[sweep]` table of `root`: the listed
+/// seeds, or N seeds counting up from the file's `seed` (seed, seed + 1, ..., seed + N - 1).
+/// `None` without either (or without a `[sweep]` table).
+pub fn take_replicates(root: &mut Table) -> Result<Option<Replicates>, (String, String)> {
+    refuse_outside_sweep(root)?;
+    let file_seed = root.get("seed").cloned();
+    let Some(Value::Table(sweep)) = root.get_mut("sweep") else {
+        return Ok(None);
+    };
+    let (list, count) = (sweep.remove("seeds"), sweep.remove("replicates"));
+    if list.is_none() && count.is_none() {
+        return Ok(None);
+    }
+    // The file's seed is checked even where `seeds` replaces it.
+    let base = seed_value(file_seed.as_ref())?;
+    let replicates = match (list, count) {
+        (Some(list), None) => Replicates {
+            key: "seeds",
+            seeds: seed_list(&list)?,
+        },
+        (None, Some(n)) => Replicates {
+            key: "replicates",
+            seeds: counted_seeds(&n, base)?,
+        },
+        _ => {
+            let message = "`seeds` and `replicates` are both given; accepted: one of them";
+            return Err(("sweep.replicates".into(), message.into()));
+        }
+    };
+    if sweep.contains_key("seed") {
+        let message = format!(
+            "the seeds are given by `{}`; accepted: a seed list or `seeds`/`replicates`, not both",
+            replicates.key
+        );
+        return Err(("sweep.\"seed\"".into(), message));
+    }
+    Ok(Some(replicates))
+}
+
+/// `seeds` and `replicates` are no scenario fields: they go in `[sweep]`.
+fn refuse_outside_sweep(root: &Table) -> Result<(), (String, String)> {
+    match ["seeds", "replicates"]
+        .into_iter()
+        .find(|k| root.contains_key(*k))
+    {
+        None => Ok(()),
+        Some(key) => {
+            let message = format!(
+                "belongs in the [sweep] table: `[sweep]` then `{key} = ...` (with --set: \
+                 sweep.{key}=...)"
+            );
+            Err((key.into(), message))
+        }
+    }
+}
+
+/// The largest seed: a scenario's `seed` is a TOML integer, at most `i64::MAX`.
+const MAX_SEED: u64 = i64::MAX as u64;
+
+/// `seeds = [...]`: 1 to [`MAX_REPLICATES`] distinct seeds.
+fn seed_list(list: &Value) -> Result<Vec<u64>, (String, String)> {
+    let accepted = format!(
+        "accepted: a list of 1 to {MAX_REPLICATES} distinct whole numbers from 0 to {MAX_SEED}"
+    );
+    let field = "sweep.seeds".to_string();
+    let values = list.as_array().ok_or((field.clone(), accepted.clone()))?;
+    if values.is_empty() || values.len() > MAX_REPLICATES {
+        return Err((field, format!("{} seeds; {accepted}", values.len())));
+    }
+    let mut seeds = Vec::with_capacity(values.len());
+    for (i, v) in values.iter().enumerate() {
+        let field = format!("sweep.seeds[{i}]");
+        let seed = v
+            .as_integer()
+            .and_then(|s| u64::try_from(s).ok())
+            .ok_or((field.clone(), format!("{v} is not a seed; {accepted}")))?;
+        if seeds.contains(&seed) {
+            let message = format!("seed {seed} is listed twice; {accepted}");
+            return Err((field, message));
+        }
+        seeds.push(seed);
+    }
+    Ok(seeds)
+}
+
+/// The file's `seed` (default 1).
+fn seed_value(seed: Option<&Value>) -> Result<u64, (String, String)> {
+    let Some(v) = seed else { return Ok(1) };
+    v.as_integer()
+        .and_then(|s| u64::try_from(s).ok())
+        .ok_or_else(|| {
+            let message = format!("accepted: a whole number from 0 to {MAX_SEED}");
+            ("seed".to_string(), message)
+        })
+}
+
+/// `replicates = N`: N seeds from `base` up.
+fn counted_seeds(n: &Value, base: u64) -> Result<Vec<u64>, (String, String)> {
+    let n = n
+        .as_integer()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| (1..=MAX_REPLICATES).contains(n))
+        .ok_or_else(|| {
+            let message =
+                format!("{n} is out of range; accepted: a whole number from 1 to {MAX_REPLICATES}");
+            ("sweep.replicates".to_string(), message)
+        })?;
+    if base > MAX_SEED - (n as u64 - 1) {
+        let message = format!(
+            "{n} seeds from seed {base} up pass {MAX_SEED}; accepted: seed + replicates - 1 at \
+             most {MAX_SEED}"
+        );
+        return Err(("sweep.replicates".into(), message));
+    }
+    Ok((base..base + n as u64).collect())
+}
+
+/// The runs (grid points x seeds) are at most [`MAX_SWEEP_POINTS`], checked before any is
+/// built, and so are the links and flows and the scenario text over all of them.
 fn check_grid_size(
     root: &Table,
     sweep: Option<&Table>,
+    replicates: Option<&Replicates>,
     text_bytes: usize,
 ) -> Result<(), (String, String)> {
     let tables =
@@ -183,16 +312,21 @@ fn check_grid_size(
         }
     }
     let per_point = (tables[0] + tables[1]).max(1);
-    let mut points = 1usize;
-    for (path, values) in sweep.into_iter().flatten() {
+    let seeds = replicates.map(|r| (format!("sweep.{}", r.key), r.seeds.len()));
+    let lists = sweep.into_iter().flatten().map(|(path, values)| {
         let n = values.as_array().map_or(1, Vec::len);
+        (format!("sweep.\"{path}\""), n)
+    });
+    let mut points = 1usize;
+    for (field, n) in seeds.into_iter().chain(lists) {
         points = points.saturating_mul(n);
         if points > MAX_SWEEP_POINTS {
             let message = format!(
-                "the grid has more than {MAX_SWEEP_POINTS} points with this list; accepted: at \
-                 most {MAX_SWEEP_POINTS} points (the product of the lists' lengths)"
+                "the sweep has more than {MAX_SWEEP_POINTS} points with this field; accepted: \
+                 at most {MAX_SWEEP_POINTS} points (the product of the lists' lengths, times \
+                 the seeds of `seeds` or `replicates`)"
             );
-            return Err((format!("sweep.\"{path}\""), message));
+            return Err((field, message));
         }
         if points.saturating_mul(text_bytes) > MAX_SWEEP_TEXT_BYTES {
             let message = format!(
@@ -200,7 +334,7 @@ fn check_grid_size(
                  {MAX_SWEEP_TEXT_BYTES} bytes of scenario text; accepted: points x file size \
                  at most {MAX_SWEEP_TEXT_BYTES}"
             );
-            return Err((format!("sweep.\"{path}\""), message));
+            return Err((field, message));
         }
         if points * per_point > MAX_SWEEP_TABLES {
             let message = format!(
@@ -208,20 +342,22 @@ fn check_grid_size(
                  {MAX_SWEEP_TABLES} in all; accepted: points x (links + flows) at most \
                  {MAX_SWEEP_TABLES}"
             );
-            return Err((format!("sweep.\"{path}\""), message));
+            return Err((field, message));
         }
     }
     Ok(())
 }
 
 /// The scenario trees of every point of `sweep` (one point, unchanged, without a sweep),
-/// with the `sweep` table removed.
+/// with the `sweep` table removed; with `replicates`, each point once per seed, point by
+/// point and within a point in the order of the seeds.
 pub fn expand(
     root: &Table,
     sweep: Option<&Table>,
+    replicates: Option<&Replicates>,
     text_bytes: usize,
 ) -> Result<Vec<(SweepPoint, Value)>, (String, String)> {
-    check_grid_size(root, sweep, text_bytes)?;
+    check_grid_size(root, sweep, replicates, text_bytes)?;
     let mut base = root.clone();
     base.remove("sweep");
     let mut points: Vec<(SweepPoint, Table)> = vec![(Vec::new(), base)];
@@ -245,10 +381,29 @@ pub fn expand(
         }
         points = next;
     }
+    if let Some(r) = replicates {
+        points = points
+            .into_iter()
+            .flat_map(|(point, table)| with_seeds(point, table, &r.seeds))
+            .collect();
+    }
     Ok(points
         .into_iter()
         .map(|(p, t)| (p, Value::Table(t)))
         .collect())
+}
+
+/// One copy of a point's tree per seed, each with its `seed`.
+fn with_seeds(point: SweepPoint, table: Table, seeds: &[u64]) -> Vec<(SweepPoint, Table)> {
+    seeds
+        .iter()
+        .map(|&seed| {
+            let mut t = table.clone();
+            // Seeds are at most i64::MAX (checked where they are read).
+            t.insert("seed".into(), Value::Integer(seed as i64));
+            (point.clone(), t)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -284,7 +439,7 @@ mod tests {
     fn expands_the_cartesian_product() {
         let t = table("a = 1\n[sweep]\na = [1, 2]\nb = [\"x\", \"y\", \"z\"]\n");
         let sweep = t["sweep"].as_table().unwrap().clone();
-        let points = expand(&t, Some(&sweep), 0).unwrap();
+        let points = expand(&t, Some(&sweep), None, 0).unwrap();
         assert_eq!(points.len(), 6);
         assert_eq!(label(&points[5].0), "a=2, b=z");
         assert!(points[0].1.get("sweep").is_none());

@@ -44,7 +44,7 @@ fn write(name: &str, text: &str, set: &[String]) -> PathBuf {
     let set = parse(text, "html.toml", "html", set).unwrap_or_else(|e| panic!("{e}"));
     let outputs = run_all(&set.points, || {});
     let dir = scratch(name);
-    write_outputs(&dir, &outputs, set.is_sweep).expect("outputs written");
+    write_outputs(&dir, &set, &outputs).expect("outputs written");
     dir
 }
 

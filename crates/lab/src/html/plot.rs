@@ -300,7 +300,7 @@ pub fn intervals(
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        let frame = (x0 - pad, x1 + 5.0 * pad, y0, y1);
+        let frame = (x0 - pad, x1 + 9.0 * pad, y0, y1);
         draw_intervals(&root, title, (x_label, y_label), frame, series, categories)
             .map_err(|e| format!("cannot draw `{title}`: {e}"))?;
     }

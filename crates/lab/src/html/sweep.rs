@@ -1,6 +1,7 @@
-//! The report of a sweep (`kleinrock sweep`, `demo`): a row per point and flow linking to the
-//! point's own report, each metric against each swept field, and throughput against delay per
-//! controller (the view Pantheon made familiar).
+//! The report of a sweep (`kleinrock sweep`, `demo`): a row per run and flow linking to the
+//! run's own report, each metric against each swept field, and throughput against delay per
+//! controller (the view Pantheon made familiar). With replicates, each grid point's metrics
+//! are drawn as the mean over its seeds with the 95 % confidence interval `sweep.json` gives.
 
 use super::page::{id, Cell, Page};
 use super::plot::{self, Interval};
@@ -15,21 +16,35 @@ const METRICS: [(&str, &str, f64); 3] = [
     ("loss_rate", "loss (%)", 100.0),
 ];
 
-/// The page of the sweep in `dir`, whose points' summaries are `summaries`.
-pub fn page(dir: &Path, summaries: &Value) -> Result<super::page::Page, String> {
-    let points = summaries
+/// The page of the sweep in `dir`, whose `sweep.json` is `sweep`: a list of the runs'
+/// summaries, or with replicates an object of the runs and each grid point's aggregates.
+pub fn page(dir: &Path, sweep: &Value) -> Result<Page, String> {
+    let runs = sweep
         .as_array()
-        .ok_or("sweep.json is not a list of point summaries")?;
-    let name = points
+        .or_else(|| sweep["runs"].as_array())
+        .ok_or("sweep.json holds neither a list of runs nor `runs`")?;
+    let name = runs
         .first()
         .and_then(|p| p["scenario"].as_str())
         .unwrap_or("sweep");
-    let mut page = Page::new(&format!("{name}: sweep of {} points", points.len()));
-    points_table(&mut page, dir, points);
-    for key in swept_keys(points) {
-        let categories = categories(points, &key);
+    let mut page = Page::new(&format!("{name}: sweep of {} runs", runs.len()));
+    if let Some(seeds) = sweep["seeds"].as_array() {
+        let seeds: Vec<String> = seeds.iter().map(Value::to_string).collect();
+        page.paragraph(&format!(
+            "Each grid point ran with seeds {}; the plots show the mean over them with its \
+             95 % confidence interval (Student's t).",
+            seeds.join(", ")
+        ));
+    }
+    runs_table(&mut page, dir, runs);
+    let points: Vec<Value> = match sweep["aggregates"].as_array() {
+        Some(a) => a.iter().map(aggregate_point).collect(),
+        None => runs.iter().map(run_point).collect(),
+    };
+    for key in swept_keys(&points) {
+        let categories = categories(&points, &key);
         for (metric, label, scale) in METRICS {
-            let series = against(points, &key, (metric, scale), &categories);
+            let series = against(&points, &key, (metric, scale), &categories);
             if series.iter().all(|(_, p)| p.is_empty()) {
                 continue;
             }
@@ -38,18 +53,54 @@ pub fn page(dir: &Path, summaries: &Value) -> Result<super::page::Page, String> 
             page.figure(&id(&["sweep", &key, metric]), &title, &svg);
         }
     }
-    throughput_delay(&mut page, points)?;
+    throughput_delay(&mut page, &points)?;
     Ok(page)
 }
 
-fn points_table(page: &mut Page, dir: &Path, points: &[Value]) {
-    page.heading(2, "Points");
+/// A run's summary as a point of the plots: each flow's metric `m` as `{"mean": m}`.
+fn run_point(run: &Value) -> Value {
+    let flows: Vec<Value> = run["flows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            let metrics: serde_json::Map<String, Value> = f
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, v)| v.is_number())
+                .map(|(k, v)| (k.clone(), serde_json::json!({ "mean": v })))
+                .collect();
+            serde_json::json!({ "name": f["name"], "cc": f["cc"], "metrics": metrics })
+        })
+        .collect();
+    serde_json::json!({ "point": run["point"], "flows": flows })
+}
+
+/// A grid point's aggregates as a point of the plots (already of that shape).
+fn aggregate_point(a: &Value) -> Value {
+    serde_json::json!({ "point": a["point"], "flows": a["flows"] })
+}
+
+/// Metric `m` of plot-point flow `f` times `scale`: the mean and its interval (the mean itself
+/// without one).
+fn stat(f: &Value, m: &str, scale: f64) -> Option<(f64, f64, f64)> {
+    let s = &f["metrics"][m];
+    let mean = s["mean"].as_f64()? * scale;
+    let lo = s["ci95_low"].as_f64().map_or(mean, |v| v * scale);
+    let hi = s["ci95_high"].as_f64().map_or(mean, |v| v * scale);
+    Some((mean, lo, hi))
+}
+
+fn runs_table(page: &mut Page, dir: &Path, runs: &[Value]) {
+    page.heading(2, "Runs");
     let mut rows = Vec::new();
-    for (i, p) in points.iter().enumerate() {
+    for (i, p) in runs.iter().enumerate() {
         for f in p["flows"].as_array().into_iter().flatten() {
             rows.push(vec![
                 Cell::text(format!("{i}")),
                 Cell::text(point_label(p)),
+                Cell::text(p["seed"].to_string()),
                 Cell::text(f["name"].as_str().unwrap_or("")),
                 Cell::text(f["cc"].as_str().unwrap_or("")),
                 cell(f, "goodput_bps", 1e-6, 3),
@@ -58,24 +109,23 @@ fn points_table(page: &mut Page, dir: &Path, points: &[Value]) {
             ]);
         }
     }
-    page.table(
-        &[
-            "point",
-            "assignments",
-            "flow",
-            "cc",
-            "goodput Mbps",
-            "RTT mean ms",
-            "loss %",
-        ],
-        &rows,
-    );
-    let reports: Vec<String> = (0..points.len())
+    let header = [
+        "run",
+        "assignments",
+        "seed",
+        "flow",
+        "cc",
+        "goodput Mbps",
+        "RTT mean ms",
+        "loss %",
+    ];
+    page.table(&header, &rows);
+    let reports: Vec<String> = (0..runs.len())
         .filter(|i| dir.join(format!("point-{i}")).join(super::REPORT).exists())
-        .map(|i| format!("<a href=\"point-{i}/{}\">point {i}</a>", super::REPORT))
+        .map(|i| format!("<a href=\"point-{i}/{}\">run {i}</a>", super::REPORT))
         .collect();
     if !reports.is_empty() {
-        page.raw_paragraph(&format!("Each point's own report: {}.", reports.join(", ")));
+        page.raw_paragraph(&format!("Each run's own report: {}.", reports.join(", ")));
     }
 }
 
@@ -142,7 +192,7 @@ fn against(
         };
         let others = others_label(p, key);
         for f in p["flows"].as_array().into_iter().flatten() {
-            let Some(y) = f[metric].as_f64() else {
+            let Some((y, lo, hi)) = stat(f, metric, scale) else {
                 continue;
             };
             let name = f["name"].as_str().unwrap_or("");
@@ -151,8 +201,7 @@ fn against(
             } else {
                 format!("{name} ({others})")
             };
-            let y = y * scale;
-            let point = Interval { x, y, lo: y, hi: y };
+            let point = Interval { x, y, lo, hi };
             match series.iter_mut().find(|(l, _)| *l == label) {
                 Some((_, v)) => v.push(point),
                 None => series.push((label, vec![point])),
@@ -181,16 +230,13 @@ fn throughput_delay(page: &mut Page, points: &[Value]) -> Result<(), String> {
         .iter()
         .flat_map(|p| p["flows"].as_array().into_iter().flatten())
     {
-        let (Some(x), Some(y)) = (f["rtt_mean_ms"].as_f64(), f["goodput_bps"].as_f64()) else {
+        let (Some((x, _, _)), Some((y, lo, hi))) =
+            (stat(f, "rtt_mean_ms", 1.0), stat(f, "goodput_bps", 1e-6))
+        else {
             continue;
         };
         let cc = f["cc"].as_str().unwrap_or("").to_string();
-        let point = Interval {
-            x,
-            y: y * 1e-6,
-            lo: y * 1e-6,
-            hi: y * 1e-6,
-        };
+        let point = Interval { x, y, lo, hi };
         match series.iter_mut().find(|(l, _)| *l == cc) {
             Some((_, v)) => v.push(point),
             None => series.push((cc, vec![point])),
