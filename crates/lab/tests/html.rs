@@ -189,3 +189,33 @@ fn a_directory_that_is_not_an_output_or_a_damaged_summary_is_refused() {
     assert!(!dir.join(html::REPORT).exists(), "nothing is written");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_sweep_with_replicates_reports_the_means_and_the_runs() {
+    let lossy = SCENARIO.replacen("buffer = \"1bdp\"", "buffer = \"1bdp\"\nloss = 0.01", 1);
+    let sweep =
+        format!("{lossy}\n[sweep]\n\"flows.1.cc\" = [\"cubic\", \"newreno\"]\nreplicates = 3\n");
+    let dir = write("replicates", &sweep, &[]);
+    let page = std::fs::read_to_string(dir.join(html::REPORT)).expect("report.html written");
+    let text = std::fs::read_to_string(dir.join("sweep.json")).expect("sweep.json");
+    let sweep: Value = serde_json::from_str(&text).expect("valid JSON");
+    let keys = ["goodput_bps", "rtt_mean_ms", "loss_rate"];
+    // First each grid point's means (README "sweep.json": aggregates[*].flows[*].metrics),
+    // then every run's own numbers.
+    let mut want: Vec<(String, f64)> = Vec::new();
+    for a in sweep["aggregates"].as_array().expect("aggregates") {
+        for f in a["flows"].as_array().expect("flows") {
+            for k in keys {
+                if let Some(m) = f["metrics"][k]["mean"].as_f64() {
+                    want.push((k.to_string(), m));
+                }
+            }
+        }
+    }
+    for run in sweep["runs"].as_array().expect("runs") {
+        want.extend(expected(run, &keys, &[]));
+    }
+    assert_eq!(cell_values(&page), want);
+    assert!(page.contains(" ± "), "the means carry their intervals");
+    let _ = std::fs::remove_dir_all(&dir);
+}

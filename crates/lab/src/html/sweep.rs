@@ -36,11 +36,14 @@ pub fn page(dir: &Path, sweep: &Value) -> Result<Page, String> {
             seeds.join(", ")
         ));
     }
-    runs_table(&mut page, dir, runs);
     let points: Vec<Value> = match sweep["aggregates"].as_array() {
         Some(a) => a.iter().map(aggregate_point).collect(),
         None => runs.iter().map(run_point).collect(),
     };
+    if sweep["aggregates"].is_array() {
+        means_table(&mut page, &points);
+    }
+    runs_table(&mut page, dir, runs);
     for key in swept_keys(&points) {
         let categories = categories(&points, &key);
         for (metric, label, scale) in METRICS {
@@ -90,6 +93,54 @@ fn stat(f: &Value, m: &str, scale: f64) -> Option<(f64, f64, f64)> {
     let lo = s["ci95_low"].as_f64().map_or(mean, |v| v * scale);
     let hi = s["ci95_high"].as_f64().map_or(mean, |v| v * scale);
     Some((mean, lo, hi))
+}
+
+/// A cell `mean ± half-width` of metric `m` (times `scale`) of aggregate flow `f`, carrying
+/// the mean.
+fn mean_cell(f: &Value, m: &str, scale: f64, digits: usize) -> Cell {
+    let Some((mean, lo, hi)) = stat(f, m, scale) else {
+        return Cell::text("-");
+    };
+    let text = if hi > lo {
+        format!("{mean:.digits$} ± {:.digits$}", (hi - lo) / 2.0)
+    } else {
+        format!("{mean:.digits$}")
+    };
+    Cell {
+        text,
+        value: f["metrics"][m]["mean"].as_f64().map(|v| (m.to_string(), v)),
+    }
+}
+
+/// Per grid point and flow, the mean over the seeds with the half-width of its 95 %
+/// confidence interval.
+fn means_table(page: &mut Page, points: &[Value]) {
+    page.heading(
+        2,
+        "Grid points: mean ± 95 % confidence half-width over the seeds",
+    );
+    let mut rows = Vec::new();
+    for p in points {
+        for f in p["flows"].as_array().into_iter().flatten() {
+            rows.push(vec![
+                Cell::text(point_label(p)),
+                Cell::text(f["name"].as_str().unwrap_or("")),
+                Cell::text(f["cc"].as_str().unwrap_or("")),
+                mean_cell(f, "goodput_bps", 1e-6, 3),
+                mean_cell(f, "rtt_mean_ms", 1.0, 1),
+                mean_cell(f, "loss_rate", 100.0, 3),
+            ]);
+        }
+    }
+    let header = [
+        "assignments",
+        "flow",
+        "cc",
+        "goodput Mbps",
+        "RTT mean ms",
+        "loss %",
+    ];
+    page.table(&header, &rows);
 }
 
 fn runs_table(page: &mut Page, dir: &Path, runs: &[Value]) {
