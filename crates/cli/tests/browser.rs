@@ -5,8 +5,8 @@
 //!
 //! The checks are first run on small hand-written pages, one good and one for each rule
 //! broken, so that each check is seen to fail. With `KLEINROCK_DOCS_SCREENSHOTS=1` the run and
-//! reproduction reports' screenshots are copied to `docs/report-run.png` and
-//! `docs/report-reproduce.png`, which the README shows.
+//! reproduction reports' screenshots (their top [`DOCS_HEIGHT`] rows) go to
+//! `docs/report-run.png` and `docs/report-reproduce.png`, which the README shows.
 
 mod browser {
     pub mod cdp;
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use browser::html5::{check_html5, html5_errors};
-use browser::report::{check_report, report_problems};
+use browser::report::{check_report, report_problems, top_of};
 
 /// A test's directory under the system temp dir, removed when the test passes and kept, with
 /// its pages and screenshots, when it fails.
@@ -365,6 +365,9 @@ fn reproduction_plots(dir: &Path) -> usize {
     plots
 }
 
+/// Pixel rows of a report's screenshot the README shows (its top: the tables and first plots).
+const DOCS_HEIGHT: u32 = 2400;
+
 /// Runs `kleinrock ARGS --out DIR`, then checks `DIR/report.html` with both checks; the
 /// screenshot goes to `docs/DOCS_PNG` as well with `KLEINROCK_DOCS_SCREENSHOTS=1`.
 fn check_kleinrock_report(
@@ -402,8 +405,10 @@ fn check_kleinrock_report(
     if let Some(docs_png) = docs_png {
         if std::env::var_os("KLEINROCK_DOCS_SCREENSHOTS").is_some_and(|v| v == "1") {
             let target = repo().join("docs").join(docs_png);
-            std::fs::copy(&screenshot, &target).unwrap_or_else(|e| {
-                panic!("cannot copy the screenshot to {}: {e}", target.display())
+            let shot = std::fs::read(&screenshot).expect("the screenshot was written");
+            let top = top_of(&shot, DOCS_HEIGHT).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&target, top).unwrap_or_else(|e| {
+                panic!("cannot write the screenshot to {}: {e}", target.display())
             });
             eprintln!("wrote {}", target.display());
         }

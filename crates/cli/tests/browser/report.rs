@@ -426,6 +426,27 @@ struct Image {
     rgba: Vec<u8>,
 }
 
+/// The top `height` pixel rows of the PNG screenshot `png_bytes`, as PNG: the part of a long
+/// report the README shows.
+pub fn top_of(png_bytes: &[u8], height: u32) -> Result<Vec<u8>, String> {
+    let image = Image::decode(png_bytes)?;
+    let rows = height.min(image.height);
+    let mut out = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut out, image.width, rows);
+        encoder.set_color(png::ColorType::Rgba);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder
+            .write_header()
+            .map_err(|e| format!("PNG header: {e}"))?;
+        let bytes = (image.width * rows * 4) as usize;
+        writer
+            .write_image_data(&image.rgba[..bytes])
+            .map_err(|e| format!("PNG data: {e}"))?;
+    }
+    Ok(out)
+}
+
 impl Image {
     fn decode(png_bytes: &[u8]) -> Result<Image, String> {
         let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
