@@ -10,6 +10,8 @@ mod run;
 mod sweep;
 pub mod table;
 
+pub use reproduce::unit as drawn_unit;
+
 use serde_json::Value;
 use std::path::Path;
 

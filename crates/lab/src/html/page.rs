@@ -99,9 +99,19 @@ impl Page {
 
     /// A figure: inline SVG `svg` with `caption`, under the unique `id`.
     pub fn figure(&mut self, id: &str, caption: &str, svg: &str) {
+        self.write_figure(id, "", caption, svg);
+    }
+
+    /// A figure as [`Page::figure`] with `paper` of the paper's values drawn over it, which
+    /// its `data-paper` attribute counts (for scripts and tests).
+    pub fn paper_figure(&mut self, id: &str, caption: &str, svg: &str, paper: usize) {
+        self.write_figure(id, &format!(" data-paper=\"{paper}\""), caption, svg);
+    }
+
+    fn write_figure(&mut self, id: &str, attributes: &str, caption: &str, svg: &str) {
         let _ = writeln!(
             self.body,
-            "<figure class=\"plot\" id=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>",
+            "<figure class=\"plot\" id=\"{}\"{attributes}>\n{}\n<figcaption>{}</figcaption>\n</figure>",
             escape(id),
             svg.trim(),
             escape(caption)

@@ -1,8 +1,12 @@
 //! The plots of the HTML reports, drawn as inline SVG with plotters' SVG backend: time series
 //! (decimated to the plot's width, keeping each pixel column's minimum and maximum so spikes
-//! survive), CDFs, and points with confidence intervals. Text is left to the browser's fonts.
+//! survive), CDFs, points with confidence intervals, and values per category; over lines and
+//! categories, the paper's published values as hollow diamonds. Text is left to the browser's
+//! fonts.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 /// Plot size in pixels.
@@ -52,6 +56,21 @@ impl Series {
     }
 }
 
+/// A value the paper publishes, drawn over our series in the colour of the series it compares
+/// with: a hollow diamond at a point; over a span of x or a range of y, a dashed line (or box)
+/// with a diamond at either end.
+pub struct Mark {
+    /// The index of the series it compares with.
+    pub series: usize,
+    /// x, or the span of x `(from, to)`.
+    pub x: (f64, f64),
+    /// y, or the range `(low, high)`.
+    pub y: (f64, f64),
+}
+
+/// The outline of the diamond a paper value is drawn as, in pixels around its point.
+const DIAMOND: [(i32, i32); 5] = [(0, -6), (6, 0), (0, 6), (-6, 0), (0, -6)];
+
 /// A span of x over which a controller was in one mode.
 pub struct Band {
     /// Start and end, in x units.
@@ -91,19 +110,26 @@ pub fn decimate(points: &[(f64, f64)], x0: f64, x1: f64) -> Vec<Vec<(f64, f64)>>
     let mut current: Vec<(f64, f64)> = Vec::new();
     let mut bucket: Vec<(f64, f64)> = Vec::new();
     let mut bucket_col = i64::MIN;
+    // The first column after the current one that holds missing points only, so far.
+    let mut gap: Option<i64> = None;
     for &(x, y) in points {
-        if !y.is_finite() || !x.is_finite() {
+        if !x.is_finite() {
             continue;
         }
         let c = column(x);
+        if !y.is_finite() {
+            gap = gap.or((c > bucket_col).then_some(c));
+            continue;
+        }
         if c == bucket_col {
             bucket.push((x, y));
             continue;
         }
         flush(&mut bucket, &mut current);
-        if bucket_col != i64::MIN && c > bucket_col + 1 && !current.is_empty() {
+        if gap.is_some_and(|g| g < c) && !current.is_empty() {
             segments.push(std::mem::take(&mut current));
         }
+        gap = None;
         bucket_col = c;
         bucket.push((x, y));
     }
@@ -149,19 +175,39 @@ fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo, hi + pad)
 }
 
-/// A line plot of `series` against x (with `bands` of controller modes behind them) as SVG.
+/// The x and the y of every point of `series` and of every end of `marks`.
+fn coordinates<'a>(
+    series: &'a [Series],
+    marks: &'a [Mark],
+) -> impl Iterator<Item = (f64, f64)> + Clone + 'a {
+    let ends = marks.iter().flat_map(|m| [(m.x.0, m.y.0), (m.x.1, m.y.1)]);
+    series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .chain(ends)
+}
+
+/// A line plot of `series` against x (with `bands` of controller modes behind them and the
+/// paper's values `paper` over them) as SVG.
 pub fn lines(
     title: &str,
     x_label: &str,
     y_label: &str,
     series: &[Series],
     bands: &[Band],
+    paper: &[Mark],
 ) -> Result<String, String> {
-    let xs = || series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
-    let (x0, x1) = range(xs());
-    let x0 = xs().filter(|x| x.is_finite()).fold(x0, f64::min);
-    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
-    let (y0, y1) = range(ys);
+    let points = coordinates(series, paper);
+    let xs = || points.clone().map(|p| p.0).filter(|x| x.is_finite());
+    let (x0, mut x1) = range(xs());
+    let mut x0 = xs().fold(x0, f64::min);
+    if !paper.is_empty() {
+        // x from where the data start, and room on the right for the legend, so that it
+        // covers none of the paper's values.
+        x0 = xs().fold(x1, f64::min);
+        x1 += 0.35 * (x1 - x0);
+    }
+    let (y0, y1) = range(points.clone().map(|p| p.1));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
@@ -170,7 +216,7 @@ pub fn lines(
             title,
             (x_label, y_label),
             (x0, x1, y0, y1),
-            series,
+            (series, paper),
             bands,
         )
         .map_err(|e| format!("cannot draw `{title}`: {e}"))?;
@@ -179,6 +225,7 @@ pub fn lines(
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 fn draw_lines(
@@ -186,7 +233,7 @@ fn draw_lines(
     title: &str,
     labels: (&str, &str),
     (x0, x1, y0, y1): (f64, f64, f64, f64),
-    series: &[Series],
+    (series, paper): (&[Series], &[Mark]),
     bands: &[Band],
 ) -> DrawResult {
     root.fill(&WHITE)?;
@@ -230,6 +277,36 @@ fn draw_lines(
             .label(s.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
     }
+    finish(root, &mut chart, paper)
+}
+
+/// Draws the paper's values `marks` (with a legend entry), then the legend.
+fn finish<'a, 'b>(root: &'a Area<'b>, chart: &mut Chart<'a, 'b>, marks: &[Mark]) -> DrawResult {
+    for m in marks {
+        let style = PALETTE[m.series % PALETTE.len()].stroke_width(2);
+        let ((x0, x1), (y0, y1)) = (m.x, m.y);
+        let mut ends = vec![(x0, y0)];
+        if (x0, y0) != (x1, y1) {
+            ends.push((x1, y1));
+            let outline = vec![(x0, y0), (x1, y0), (x1, y1), (x0, y1), (x0, y0)];
+            chart.draw_series(std::iter::once(DashedPathElement::new(
+                outline, 6, 4, style,
+            )))?;
+        }
+        chart.draw_series(
+            ends.into_iter()
+                .map(|p| EmptyElement::at(p) + PathElement::new(DIAMOND.to_vec(), style)),
+        )?;
+    }
+    if !marks.is_empty() {
+        chart
+            .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+            .label("paper")
+            .legend(|(x, y)| {
+                let outline = DIAMOND.iter().map(|(dx, dy)| (x + 8 + dx, y + dy));
+                PathElement::new(outline.collect::<Vec<_>>(), BLACK.stroke_width(2))
+            });
+    }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
@@ -238,6 +315,79 @@ fn draw_lines(
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+/// One value per category and series, as dots (x is the category's index), with the paper's
+/// values `paper` over them, as SVG.
+pub fn dots(
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    categories: &[String],
+    series: &[Series],
+    paper: &[Mark],
+) -> Result<String, String> {
+    let (y0, y1) = range(coordinates(series, paper).map(|p| p.1));
+    // Room on the right for the legend, so that it covers no dot.
+    let n = categories.len() as f64;
+    let x1 = n - 0.5 + (0.35 * n).max(0.8);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        draw_dots(
+            &root,
+            title,
+            (x_label, y_label),
+            (-0.5, x1, y0, y1),
+            (series, paper),
+            categories,
+        )
+        .map_err(|e| format!("cannot draw `{title}`: {e}"))?;
+    }
+    Ok(svg)
+}
+
+fn draw_dots(
+    root: &Area,
+    title: &str,
+    labels: (&str, &str),
+    (x0, x1, y0, y1): (f64, f64, f64, f64),
+    (series, paper): (&[Series], &[Mark]),
+    categories: &[String],
+) -> DrawResult {
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 15))
+        .margin(8)
+        .x_label_area_size(34)
+        .y_label_area_size(62)
+        .build_cartesian_2d(x0..x1, y0..y1)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .max_light_lines(0)
+        .x_desc(labels.0)
+        .y_desc(labels.1)
+        .x_labels(((x1 - x0) * 2.0).ceil() as usize + 1)
+        .x_label_formatter(&|v| category(categories, *v))
+        .y_label_formatter(&|v| short(*v))
+        .draw()?;
+    for (k, s) in series.iter().enumerate() {
+        let colour = PALETTE[k % PALETTE.len()];
+        let finite = s.points.iter().filter(|p| p.1.is_finite());
+        chart
+            .draw_series(finite.map(|&p| Circle::new(p, 4, colour.filled())))?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| Circle::new((x + 8, y), 4, colour.filled()));
+    }
+    finish(root, &mut chart, paper)
+}
+
+/// The name of the category at axis position `v`, or nothing between categories.
+fn category(categories: &[String], v: f64) -> String {
+    let k = v.round();
+    let named = (v - k).abs() < 1e-6 && k >= 0.0;
+    let name = named.then(|| categories.get(k as usize)).flatten();
+    name.cloned().unwrap_or_default()
 }
 
 /// The distinct values of `items`, in first-seen order.
@@ -320,10 +470,7 @@ fn draw_intervals(
         if categories.is_empty() {
             return short(*v);
         }
-        let k = v.round();
-        let named = (v - k).abs() < 1e-6 && k >= 0.0;
-        let name = named.then(|| categories.get(k as usize)).flatten();
-        name.cloned().unwrap_or_default()
+        category(categories, *v)
     };
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 15))
@@ -392,6 +539,11 @@ mod tests {
             p.1 = f64::NAN;
         }
         assert_eq!(decimate(&points, 0.0, 100_000.0).len(), 2);
+        // Points sparser than the pixel columns make one line; a missing one breaks it.
+        let mut sparse: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 1.0)).collect();
+        assert_eq!(decimate(&sparse, 0.0, 9.0), vec![sparse.clone()]);
+        sparse[5].1 = f64::NAN;
+        assert_eq!(decimate(&sparse, 0.0, 9.0).len(), 2);
     }
 
     #[test]

@@ -250,7 +250,14 @@ fn flow_section(page: &mut Page, dir: &Path, f: &Value) -> Result<(), String> {
             "{name}: {what} over time ({unit}); columns of flows/{}.csv",
             file_name(name)
         );
-        let svg = plot::lines(&format!("{name}: {what}"), "time (s)", unit, &series, bands)?;
+        let svg = plot::lines(
+            &format!("{name}: {what}"),
+            "time (s)",
+            unit,
+            &series,
+            bands,
+            &[],
+        )?;
         page.figure(&id(&["flow", name, what]), &caption, &svg);
     }
     Ok(())
@@ -300,6 +307,7 @@ fn link_section(page: &mut Page, dir: &Path, l: &Value) -> Result<(), String> {
         "packets",
         &queue,
         &[],
+        &[],
     )?;
     page.figure(
         &id(&["link", name, "queue"]),
@@ -311,6 +319,7 @@ fn link_section(page: &mut Page, dir: &Path, l: &Value) -> Result<(), String> {
         "time (s)",
         "Mbit/s",
         &throughput,
+        &[],
         &[],
     )?;
     page.figure(
@@ -354,6 +363,7 @@ fn tunnel_section(page: &mut Page, dir: &Path, t: &Value) -> Result<(), String> 
         "Mbit/s",
         &rates,
         &[],
+        &[],
     )?;
     page.figure(
         &id(&["tunnel", name, "rates"]),
@@ -365,6 +375,7 @@ fn tunnel_section(page: &mut Page, dir: &Path, t: &Value) -> Result<(), String> 
         "time (s)",
         "ms",
         &latency,
+        &[],
         &[],
     )?;
     page.figure(&id(&["tunnel", name, "latency"]), &format!("{name}: mean latency from the tunnel's entry to each path's far end per trace interval"), &svg);
@@ -394,7 +405,7 @@ fn cdf_section(
         return Ok(());
     }
     page.heading(2, &format!("{what} CDF"));
-    let svg = plot::lines(&format!("{what} CDF"), "ms", "fraction", &series, &[])?;
+    let svg = plot::lines(&format!("{what} CDF"), "ms", "fraction", &series, &[], &[])?;
     page.figure(
         &id(&[kind]),
         &format!("{what} of each flow over the measurement window ({kind}/)"),

@@ -1,5 +1,5 @@
 //! Reading our own trace CSV files back: a header row, then one row per sample; empty cells
-//! are missing values (NaN), and the `mode` column is text.
+//! are missing values (NaN), and the `mode` column and the first column are kept as text too.
 
 use std::path::Path;
 
@@ -12,6 +12,8 @@ pub struct Columns {
     pub values: Vec<Vec<f64>>,
     /// The `mode` column, if there is one.
     pub mode: Vec<String>,
+    /// The first column's cells as text (a reproduction's tables name their rows there).
+    pub first: Vec<String>,
 }
 
 impl Columns {
@@ -44,6 +46,7 @@ pub fn parse(text: &str) -> Result<Columns, String> {
         values: vec![Vec::new(); names.len()],
         names,
         mode: Vec::new(),
+        first: Vec::new(),
     };
     for (k, line) in lines.enumerate() {
         let mut cells = 0;
@@ -51,6 +54,9 @@ pub fn parse(text: &str) -> Result<Columns, String> {
             cells += 1;
             if Some(i) == mode_at {
                 c.mode.push(cell.to_string());
+            }
+            if i == 0 {
+                c.first.push(cell.to_string());
             }
             let v = match cell {
                 "" => f64::NAN,
@@ -80,6 +86,7 @@ mod tests {
         let c = parse("time_s,mode,a\n0.0,startup,1\n0.1,drain,\n").unwrap();
         assert_eq!(c.time(), &[0.0, 0.1]);
         assert_eq!(c.mode, vec!["startup", "drain"]);
+        assert_eq!(c.first, vec!["0.0", "0.1"]);
         let a = c.get("a").unwrap();
         assert_eq!(a[0], 1.0);
         assert!(a[1].is_nan());

@@ -5,7 +5,9 @@
 //! quotes the paper and states the criterion.
 
 use super::traces::{self, column, entries, first_not_in_mode, index_at, rate_bps};
-use super::{fmt, point_value, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
+use super::{
+    fmt, point_value, run_embedded, At, Claim, Figure, PaperInfo, PaperValue, Progress, Report,
+};
 use crate::metrics::Summary;
 use crate::report::{num, Table};
 use crate::runner::RunOutput;
@@ -85,6 +87,26 @@ fn bdp_bytes(s: &Scenario) -> f64 {
 /// through its 1 % pacing margin (docs/bbr.md, "Where the first criteria were not met").
 pub const STEP_DOWN_DRAIN_S: f64 = 4.0;
 
+/// Figure 5's bottleneck rates as the paper states them, `(from s, to s, bit/s)`: "BtlBw
+/// abruptly doubling to 20Mbps after 20 seconds ... then dropping to 10Mbps after another 20
+/// seconds".
+const FIG5_STEPS: [(f64, f64, f64); 3] =
+    [(0.0, 20.0, 10e6), (20.0, 40.0, 20e6), (40.0, 60.0, 10e6)];
+
+/// The rates BBR "converges to" in Figure 5, over the delivery rate of the flow's trace `file`.
+fn fig5_paper(file: &str) -> Vec<PaperValue> {
+    FIG5_STEPS
+        .iter()
+        .map(|&(from, to, bps)| {
+            let label = format!(
+                "Fig. 5: the bottleneck rate, {} Mbit/s from {from} s, which \"BBR converges to\"",
+                bps / 1e6
+            );
+            PaperValue::new(file, "rx_rate_bps", At::X(from, to), bps, &label)
+        })
+        .collect()
+}
+
 /// Figure 5: a bandwidth step 10 -> 20 -> 10 Mbps.
 pub fn fig5(progress: Progress) -> Result<Figure, String> {
     let (set, outs) = run_embedded("scenarios/bbr/fig5_bandwidth_step.toml", FIG5, progress)?;
@@ -155,6 +177,7 @@ pub fn fig5(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: trace_data("fig5", out)?,
+        paper: fig5_paper(&format!("fig5_flow_{}.csv", flow.name)),
     })
 }
 
@@ -185,6 +208,18 @@ fn startup(flow: &Series, link: &Series, bdp: f64) -> Result<Startup, String> {
         drain_end_s: drain_end.map(|i| flow.time_s[i]),
         drained_after_s: drained_after,
     })
+}
+
+/// Figure 7's Cubic "fills the available buffer, then cycles from 70% to 100% full", on the
+/// queue of bottleneck trace `file` of scenario `s`, from 2 s (after our Cubic's first fill).
+fn fig7_paper(file: &str, s: &Scenario) -> PaperValue {
+    let (column, full) = match s.links[0].buffer {
+        kleinrock_sim::BufferLimit::Packets(n) => ("queue_packets", n as f64),
+        kleinrock_sim::BufferLimit::Bytes(n) => ("queue_bytes", n as f64),
+    };
+    let label = "Fig. 7: Cubic \"fills the available buffer, then cycles from 70% to 100% full\" \
+                 (drawn from 2 s, after the first fill)";
+    PaperValue::range(file, column, At::X(2.0, 8.0), (0.7 * full, full), label)
 }
 
 /// Figures 6 and 7: start-up of BBR and Cubic.
@@ -247,6 +282,7 @@ pub fn fig6_7(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data,
+        paper: vec![fig7_paper("fig6_cubic_bottleneck.csv", &set.points[1])],
     })
 }
 
@@ -339,6 +375,7 @@ pub fn fig8(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: trace_data("fig8", out)?,
+        paper: Vec::new(),
     })
 }
 
@@ -412,7 +449,23 @@ pub fn fig10(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: vec![("fig10_goodput_vs_loss.csv".into(), csv)],
+        paper: fig10_paper(&losses, link_bps),
     })
+}
+
+/// "BBR meets this limit [(1 - p) x link] up to a 5% loss": the limit at each of our loss
+/// rates up to 5 %, on BBR's goodput.
+fn fig10_paper(losses: &[f64], link_bps: f64) -> Vec<PaperValue> {
+    let label = "Fig. 10: \"BBR meets this limit [(1 - p) x link] up to a 5% loss\"";
+    losses
+        .iter()
+        .filter(|&&p| p <= 0.05)
+        .map(|&p| {
+            let at = At::X(p * 100.0, p * 100.0);
+            let limit = (1.0 - p) * link_bps / 1e6;
+            PaperValue::new("fig10_goodput_vs_loss.csv", "bbr_mbps", at, limit, label)
+        })
+        .collect()
 }
 
 fn loss_of(s: &Scenario) -> f64 {
@@ -510,6 +563,7 @@ pub fn fig12(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: vec![("fig12_median_rtt_vs_buffer.csv".into(), csv)],
+        paper: Vec::new(),
     })
 }
 
@@ -596,6 +650,7 @@ pub fn policer(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: trace_data("policer", out)?,
+        paper: Vec::new(),
     })
 }
 
@@ -685,5 +740,6 @@ pub fn bbr2(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data,
+        paper: Vec::new(),
     })
 }

@@ -1,7 +1,9 @@
 //! Paper reproductions. Each paper's experiments are scenario files (embedded in the binary,
 //! the same files as under `scenarios/<paper>/`), run, reduced to the paper's figures, and
 //! reported beside what the paper states: a table of our numbers per figure, each claim of the
-//! paper with our measurement and whether it holds, and the data behind the figure as CSV.
+//! paper with our measurement and whether it holds, the data behind the figure as CSV, and the
+//! numbers the paper publishes placed on the axes of that data ([`PaperValue`]), so that the
+//! report draws them over ours.
 
 pub mod bbr;
 pub mod ccid5;
@@ -42,6 +44,96 @@ impl Claim {
     }
 }
 
+/// Where a [`PaperValue`] sits along its data file's first column.
+#[derive(Clone, Debug, PartialEq)]
+pub enum At {
+    /// At x (`from == to`) or over the span of x the paper states the value for, in the
+    /// first column's unit.
+    X(f64, f64),
+    /// At the row whose first column reads this (a controller, a class): files whose first
+    /// column is text are drawn as categories.
+    Row(String),
+}
+
+/// A number the paper publishes (a table cell, a value stated in the text), placed on the
+/// axes of one of the figure's data files so that the report draws it over our data and
+/// lists it beside ours.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaperValue {
+    /// The data file (one of the figure's `data` names).
+    pub data: String,
+    /// The column of that file the number compares with; its unit suffix picks the plot.
+    pub column: String,
+    /// Where along the file's first column.
+    pub at: At,
+    /// The value in the column's own unit (bit/s for `_bps`), as `(v, v)`, or the range
+    /// `(low, high)` the paper states.
+    pub y: (f64, f64),
+    /// Where in the paper, and what it says if it is not a table cell.
+    pub label: String,
+}
+
+impl PaperValue {
+    /// A value `y` of `column` in `data` at `at`, from the paper's `label`.
+    pub fn new(data: &str, column: &str, at: At, y: f64, label: &str) -> Self {
+        PaperValue {
+            data: data.to_string(),
+            column: column.to_string(),
+            at,
+            y: (y, y),
+            label: label.to_string(),
+        }
+    }
+
+    /// The same, for a range of values `(low, high)`.
+    pub fn range(data: &str, column: &str, at: At, y: (f64, f64), label: &str) -> Self {
+        PaperValue {
+            y,
+            ..PaperValue::new(data, column, at, y.0, label)
+        }
+    }
+
+    /// The value as `reproduce.json` holds it: `x: [from, to]` or `row`, and `y: [low, high]`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "data": self.data, "column": self.column,
+            "y": [self.y.0, self.y.1], "label": self.label
+        });
+        match &self.at {
+            At::X(from, to) => v["x"] = serde_json::json!([from, to]),
+            At::Row(row) => v["row"] = serde_json::json!(row),
+        }
+        v
+    }
+
+    /// Reads a value written by [`PaperValue::to_json`].
+    pub fn from_json(v: &serde_json::Value) -> Result<Self, String> {
+        let text = |key: &str| {
+            v[key]
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("a paper value without `{key}`: {v}"))
+        };
+        let pair = |key: &str| match v[key].as_array().map(|a| a.as_slice()) {
+            Some([a, b]) => a.as_f64().zip(b.as_f64()),
+            _ => None,
+        };
+        let at = match (pair("x"), v["row"].as_str()) {
+            (Some((from, to)), _) => At::X(from, to),
+            (None, Some(row)) => At::Row(row.to_string()),
+            (None, None) => return Err(format!("a paper value without `x` or `row`: {v}")),
+        };
+        let y = pair("y").ok_or_else(|| format!("a paper value without `y`: {v}"))?;
+        Ok(PaperValue {
+            data: text("data")?,
+            column: text("column")?,
+            at,
+            y,
+            label: text("label")?,
+        })
+    }
+}
+
 /// One figure (or in-text experiment) of a paper.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Figure {
@@ -55,6 +147,8 @@ pub struct Figure {
     pub claims: Vec<Claim>,
     /// The data behind the figure: `(file name, CSV text)`.
     pub data: Vec<(String, String)>,
+    /// The paper's published numbers, on the axes of `data`.
+    pub paper: Vec<PaperValue>,
 }
 
 impl Figure {
@@ -80,6 +174,33 @@ impl Figure {
                 problems.join("\n")
             ))
         }
+    }
+
+    /// Checks that every paper value names one of the figure's data files, a column of it that
+    /// the report draws, and a row the file has (for a value at a row).
+    pub fn check_paper(&self) -> Result<(), String> {
+        for p in &self.paper {
+            let problem = |what: String| format!("{}: paper value `{}`: {what}", self.id, p.label);
+            let csv = self
+                .data
+                .iter()
+                .find(|(name, _)| *name == p.data)
+                .map(|(_, csv)| csv)
+                .ok_or_else(|| problem(format!("no data file `{}`", p.data)))?;
+            let c = crate::html::table::parse(csv).map_err(&problem)?;
+            if !c.names.contains(&p.column) || crate::html::drawn_unit(&p.column).is_none() {
+                return Err(problem(format!(
+                    "{} has no drawn column `{}`",
+                    p.data, p.column
+                )));
+            }
+            if let At::Row(row) = &p.at {
+                if !c.first.contains(row) {
+                    return Err(problem(format!("{} has no row `{row}`", p.data)));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -143,7 +264,7 @@ impl Report {
     }
 
     /// What `reproduce.json` holds: the paper, its scenario files, and per figure our table,
-    /// the claims and the names of the data files.
+    /// the claims, the names of the data files and the paper's values.
     pub fn manifest(&self) -> serde_json::Value {
         let scenarios = find(&self.paper).map_or(&[][..], |p| p.scenarios);
         let figures: Vec<serde_json::Value> = self
@@ -160,9 +281,11 @@ impl Report {
                     })
                     .collect();
                 let data: Vec<&str> = f.data.iter().map(|(n, _)| n.as_str()).collect();
+                let paper: Vec<serde_json::Value> =
+                    f.paper.iter().map(PaperValue::to_json).collect();
                 serde_json::json!({
                     "id": f.id, "title": f.title, "table": f.table,
-                    "claims": claims, "data": data
+                    "claims": claims, "data": data, "paper": paper
                 })
             })
             .collect();
@@ -231,7 +354,110 @@ fn point_value(s: &Summary, key: &str) -> Result<String, String> {
         .ok_or_else(|| format!("point without `{key}`"))
 }
 
+/// A CSV of one row per x, with a column of values per name in `columns`; a value that is not
+/// finite is an empty cell.
+fn wide_csv(x_name: &str, columns: &[String], rows: &[(f64, Vec<f64>)]) -> String {
+    let mut csv = format!("{x_name},{}\n", columns.join(","));
+    for (x, values) in rows {
+        let cells: Vec<String> = values
+            .iter()
+            .map(|v| {
+                if v.is_finite() {
+                    v.to_string()
+                } else {
+                    String::new()
+                }
+            })
+            .collect();
+        csv.push_str(&format!("{x},{}\n", cells.join(",")));
+    }
+    csv
+}
+
+/// The column `<label>_<name>` of a wide CSV, the label (a controller, a flow) in lower case
+/// with every run of other characters than letters and digits as one `_`: `siad_20_...`.
+fn column_name(label: &str, name: &str) -> String {
+    let mut out = String::new();
+    for c in label.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    format!("{}_{name}", out.trim_end_matches('_'))
+}
+
+/// `column_name(label, name)` of each of `labels`.
+fn columns(labels: &[String], name: &str) -> Vec<String> {
+    labels.iter().map(|l| column_name(l, name)).collect()
+}
+
 /// `v` with `digits` decimals.
 fn fmt(v: f64, digits: usize) -> String {
     format!("{v:.digits$}")
+}
+
+/// For the tests of papers too slow to run in a test: the data files' headers and rows as the
+/// figures write them, from the embedded scenarios alone, and the check of a figure's paper
+/// values against them.
+#[cfg(test)]
+mod structure {
+    use super::{Figure, PaperValue};
+    use crate::scenario::{parse, ScenarioSet};
+
+    fn set(text: &str) -> ScenarioSet {
+        parse(text, "test.toml", "test", &[]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn once(values: impl Iterator<Item = String>) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for v in values {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        out
+    }
+
+    /// The name of each point's first flow, each once, in order.
+    pub fn first_flows(text: &str) -> Vec<String> {
+        once(set(text).points.iter().map(|p| p.flows[0].name.clone()))
+    }
+
+    /// The names of the first point's flows.
+    pub fn flows(text: &str) -> Vec<String> {
+        set(text).points[0]
+            .flows
+            .iter()
+            .map(|f| f.name.clone())
+            .collect()
+    }
+
+    /// The values sweep key `key` takes, each once.
+    pub fn swept(text: &str, key: &str) -> Vec<String> {
+        let points = set(text).points;
+        let values = points.into_iter().flat_map(|p| p.point.into_iter());
+        once(values.filter(|(k, _)| k == key).map(|(_, v)| v))
+    }
+
+    /// CSV text: `header` and one row per name of `rows`, zeros in its other cells.
+    pub fn rows_csv(header: &str, rows: &[String]) -> String {
+        let cells = header.trim_end().split(',').count() - 1;
+        let zeros = ",0".repeat(cells);
+        let body: String = rows.iter().map(|r| format!("{r}{zeros}\n")).collect();
+        format!("{header}{body}")
+    }
+
+    /// Panics unless every value of `paper` names a drawn column (and a row) of `data`.
+    pub fn check(id: &str, data: Vec<(&str, String)>, paper: Vec<PaperValue>) {
+        assert!(!paper.is_empty(), "{id}: no paper values");
+        let figure = Figure {
+            id: id.into(),
+            data: data.into_iter().map(|(n, c)| (n.into(), c)).collect(),
+            paper,
+            ..Figure::default()
+        };
+        figure.check_paper().unwrap_or_else(|e| panic!("{e}"));
+    }
 }

@@ -2,11 +2,12 @@
 //! and delay control", arXiv:2507.00896, 2025: Westwood+ with a one-way queuing-delay
 //! threshold), §5.1: Tables 1-4 (one flow, 10 Mbps / 50 ms, buffer 4, 2, 1 and 0.5 BDP),
 //! Table 5 (four staggered flows, 2 BDP) and the reverse-traffic argument of §3 (no table in
-//! the paper). Tables are printed in the paper's layout with the paper's numbers beside ours;
-//! Figure 4's RTT CDFs are written as CSV.
+//! the paper). Tables are printed in the paper's layout with the paper's numbers beside ours,
+//! and every cell of the paper's is a [`PaperValue`] on the row of its CCA; Figure 4's RTT CDFs
+//! are written as CSV.
 
 use super::traces::{column, index_at};
-use super::{fmt, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
+use super::{fmt, run_embedded, At, Claim, Figure, PaperInfo, PaperValue, Progress, Report};
 use crate::metrics::jain_index;
 use crate::metrics::FlowMetrics;
 use crate::report::{num, Table};
@@ -79,6 +80,15 @@ const PAPER_TABLE4: [PaperRow; 8] = [
     ("Cubic", 5.53, 5.54, 0.24, 51.32, 0.95),
     ("New Reno", 3.34, 3.37, 0.81, 52.48, 0.96),
 ];
+/// The columns of a table's CSV, in the order of a [`PaperRow`]'s numbers.
+const TABLE_COLUMNS: [&str; 5] = [
+    "goodput_mbps",
+    "throughput_mbps",
+    "loss_pct",
+    "rtt_mean_ms",
+    "rtt_std_ms",
+];
+
 /// Table 5's Jain's indices (its other cells are illegible in our copy of the paper).
 const PAPER_TABLE5_JFI: [(&str, f64); 5] = [
     ("QUIC-DC (80%)", 0.999),
@@ -170,7 +180,26 @@ pub fn table(n: usize, progress: Progress) -> Result<Figure, String> {
             (format!("table{n}.csv"), table_csv(&rows, paper)?),
             (format!("table{n}_rtt_cdf.csv"), rtt_cdfs(&rows)),
         ],
+        paper: table_paper(n, paper),
     })
+}
+
+/// Every cell of paper Table `n`, on the row of its CCA in `table<n>.csv`.
+fn table_paper(n: usize, paper: &[PaperRow; 8]) -> Vec<PaperValue> {
+    let (file, label) = (format!("table{n}.csv"), format!("Table {n}"));
+    let mut values = Vec::new();
+    for &(cca, gput, tput, loss, rtt, std) in paper {
+        for (column, v) in TABLE_COLUMNS.iter().zip([gput, tput, loss, rtt, std]) {
+            values.push(PaperValue::new(
+                &file,
+                column,
+                At::Row(cca.into()),
+                v,
+                &label,
+            ));
+        }
+    }
+    values
 }
 
 /// The paper's columns, ours then the paper's for each.
@@ -199,14 +228,11 @@ fn paper_layout(rows: &Rows, paper: &[PaperRow; 8]) -> Result<String, String> {
 }
 
 fn table_csv(rows: &Rows, paper: &[PaperRow; 8]) -> Result<String, String> {
-    let mut csv = String::from(
-        "cca,goodput_mbps,throughput_mbps,loss_pct,rtt_mean_ms,rtt_std_ms,\
-         paper_goodput_mbps,paper_throughput_mbps,paper_loss_pct,paper_rtt_mean_ms,paper_rtt_std_ms\n",
-    );
-    for &(cca, gput, tput, loss, rtt, std) in paper {
+    let mut csv = format!("cca,{}\n", TABLE_COLUMNS.join(","));
+    for &(cca, ..) in paper {
         let f = rows.get(cca)?;
         csv.push_str(&format!(
-            "{cca},{},{},{},{},{},{gput},{tput},{loss},{rtt},{std}\n",
+            "{cca},{},{},{},{},{}\n",
             f.goodput_bps / 1e6,
             f.throughput_bps / 1e6,
             f.loss_rate * 100.0,
@@ -338,6 +364,7 @@ pub fn table5(progress: Progress) -> Result<Figure, String> {
         "Loss %",
     ]);
     let mut results = Vec::new();
+    let mut jfi_csv = String::from("cca,all_active_jfi,lifetime_jfi\n");
     for (out, &(cca, paper_jfi)) in outs.iter().zip(&PAPER_TABLE5_JFI) {
         let flows = &out.summary.flows;
         let n = flows.len() as f64;
@@ -355,6 +382,10 @@ pub fn table5(progress: Progress) -> Result<Figure, String> {
             fmt(loss * 100.0, 3),
         ]);
         results.push((cca, rtt, shared));
+        jfi_csv.push_str(&format!(
+            "{cca},{shared},{}\n",
+            out.summary.jain_index.unwrap_or(f64::NAN)
+        ));
     }
     let qdc = results[0];
     let others: Vec<&(&str, f64, f64)> = results
@@ -406,11 +437,26 @@ pub fn table5(progress: Progress) -> Result<Figure, String> {
                 lowest,
             ),
         ],
-        data: vec![(
-            "table5_flows.csv".into(),
-            format!("cca,flow,goodput_mbps,rtt_mean_ms,loss_pct\n{csv}"),
-        )],
+        data: vec![
+            (
+                "table5_flows.csv".into(),
+                format!("cca,flow,goodput_mbps,rtt_mean_ms,loss_pct\n{csv}"),
+            ),
+            ("table5_jfi.csv".into(), jfi_csv),
+        ],
+        paper: table5_paper(),
     })
+}
+
+/// Table 5's Jain's indices, beside ours while all four flows share the link.
+fn table5_paper() -> Vec<PaperValue> {
+    PAPER_TABLE5_JFI
+        .iter()
+        .map(|&(cca, jfi)| {
+            let at = At::Row(cca.into());
+            PaperValue::new("table5_jfi.csv", "all_active_jfi", at, jfi, "Table 5")
+        })
+        .collect()
 }
 
 /// §3: one-way vs RTT signal under reverse traffic.
@@ -468,6 +514,7 @@ pub fn reverse_traffic(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: Vec::new(),
+        paper: Vec::new(),
     })
 }
 

@@ -14,7 +14,7 @@
 mod multipath;
 
 use super::traces::{column, csv, index_at};
-use super::{fmt, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
+use super::{fmt, run_embedded, At, Claim, Figure, PaperInfo, PaperValue, Progress, Report};
 use crate::report::{num, Table};
 use crate::runner::RunOutput;
 use kleinrock_sim::trace::Series;
@@ -49,6 +49,13 @@ const FILL_FACTOR: f64 = 10.0;
 /// When CCID 2's first loss falls: the buffer fills at about 7.4 s in our model; the paper
 /// reads "near to t = 8 s" (§4.2, about the same drop over MP-DCCP, where Figure 6 uses it too).
 const FIRST_LOSS_S: (f64, f64) = (7.0, 9.5);
+
+/// The stream's rate before the drop (Table 1), and the limit after it, bit/s: "the received
+/// throughput is immediately limited to the value set by the tc configuration" (§4.1).
+const STREAM_BPS: f64 = 15e6;
+const LIMIT_BPS: f64 = 10e6;
+/// When the path drops to 10 Mbit/s (Table 1).
+const DROP_S: f64 = 5.0;
 
 /// Runs the experiment and builds the report.
 pub fn run(progress: Progress) -> Result<Report, String> {
@@ -205,11 +212,44 @@ fn figure5(outs: &[RunOutput]) -> Result<Figure, String> {
         table: table.render(),
         claims,
         data: rows.iter().map(series_csv).collect(),
+        paper: rows.iter().flat_map(figure5_paper).collect(),
     })
+}
+
+/// The received throughput the paper states for one protocol of Figure 5: the stream's rate
+/// before the drop, the limit after it (none for our paced CCID 5 variant, which the paper
+/// did not run).
+fn figure5_paper(r: &Row) -> Vec<PaperValue> {
+    if r.name == "CCID5-fq" {
+        return Vec::new();
+    }
+    let file = series_file(r);
+    let column = "rx_rate_bps";
+    vec![
+        PaperValue::new(
+            &file,
+            column,
+            At::X(0.0, DROP_S),
+            STREAM_BPS,
+            "Table 1: the 15 Mbit/s stream",
+        ),
+        PaperValue::new(
+            &file,
+            column,
+            At::X(DROP_S, TO_S),
+            LIMIT_BPS,
+            "§4.1: \"immediately limited to the value set by the tc configuration\", 10 Mbit/s",
+        ),
+    ]
 }
 
 /// One protocol's time series: received rate and mean per-packet latency per interval, with
 /// the rest of its trace.
 fn series_csv(r: &Row) -> (String, String) {
-    (format!("fig5_{}.csv", r.name.to_lowercase()), csv(r.trace))
+    (series_file(r), csv(r.trace))
+}
+
+/// The name of one protocol's time series file.
+fn series_file(r: &Row) -> String {
+    format!("fig5_{}.csv", r.name.to_lowercase())
 }

@@ -16,7 +16,7 @@ use super::{mean_between, FIRST_LOSS_S};
 use crate::metrics::{FlowMetrics, Latency, TunnelMetrics};
 use crate::report::{num, Table};
 use crate::reproduce::traces::{column, csv, index_at};
-use crate::reproduce::{fmt, Claim, Figure};
+use crate::reproduce::{fmt, At, Claim, Figure, PaperValue};
 use crate::runner::RunOutput;
 use crate::scenario::ScenarioSet;
 use kleinrock_sim::trace::Series;
@@ -444,7 +444,38 @@ pub(super) fn figure6(set: &ScenarioSet, outs: &[RunOutput]) -> Result<Figure, S
         table: rendered,
         claims,
         data: rows.iter().flat_map(|r| run_data("fig6", &r.run)).collect(),
+        paper: rows.iter().flat_map(|r| figure6_paper(&r.run)).collect(),
     })
+}
+
+/// The split the paper states at the end of Figure 6 (§4.2), over our window [`SPLIT_S`]:
+/// 10 Mbit/s on path 1, 5 on path 2, the 15 Mbit/s stream end to end.
+fn figure6_paper(run: &Run) -> Vec<PaperValue> {
+    let file = format!("{}.csv", stem("fig6", run));
+    let quote = if run.name == "CCID5" {
+        "with CCID5 \"10Mbps over the primary path and 5Mbps over the secondary one\""
+    } else {
+        "\"the primary path becomes fully utilized with a 10 Mbps throughput and the secondary \
+         path transports the remaining traffic to achieve the 15 Mbps\""
+    };
+    let label = format!(
+        "§4.2: {quote} (at the end: drawn over {}-{} s)",
+        SPLIT_S.0, SPLIT_S.1
+    );
+    let at = At::X(SPLIT_S.0, SPLIT_S.1);
+    let mut values: Vec<PaperValue> = run
+        .tunnel
+        .paths
+        .iter()
+        .zip(SPLIT_BPS)
+        .map(|(p, bps)| {
+            let column = format!("{}_rx_rate_bps", p.name);
+            PaperValue::new(&file, &column, at.clone(), bps, &label)
+        })
+        .collect();
+    let stream: f64 = SPLIT_BPS.iter().sum();
+    values.push(PaperValue::new(&file, "rx_rate_bps", at, stream, &label));
+    values
 }
 
 /// What CCID 2 did on path 1 between the drop and its first loss (Figure 6).
@@ -637,7 +668,54 @@ pub(super) fn figure7(set: &ScenarioSet, outs: &[RunOutput]) -> Result<Figure, S
         table: rendered,
         claims,
         data: rows.iter().flat_map(|r| run_data("fig7", r)).collect(),
+        paper: rows.iter().flat_map(figure7_paper).collect(),
     })
+}
+
+/// Figure 7's run length (Table 3), s.
+const FIG7_RUN_S: f64 = 20.0;
+
+/// What §4.3 states about Figure 7 for one CCID: Cubic's mean throughput ("17.4 Mbps and 18
+/// Mbps", CCID2's and CCID5's in the order the paper names them), and the latencies it
+/// describes.
+fn figure7_paper(run: &Run) -> Vec<PaperValue> {
+    let file = format!("{}.csv", stem("fig7", run));
+    let whole = At::X(0.0, FIG7_RUN_S);
+    let throughput = "§4.3: \"a throughput of 17.4 Mbps and 18 Mbps in average\"";
+    if run.name == "CCID5" {
+        let half = FIG7_RUN_S / 2.0;
+        return vec![
+            PaperValue::new(&file, "rx_rate_bps", whole, 18e6, throughput),
+            PaperValue::range(
+                &file,
+                "latency_ms",
+                At::X(0.0, half),
+                (10.0, 55.0),
+                "§4.3: CCID5's latency rises \"from approx. 0.01s and 0.055s during the first \
+                 half\"",
+            ),
+            PaperValue::new(
+                &file,
+                "latency_ms",
+                At::X(half, FIG7_RUN_S),
+                45.0,
+                "§4.3: then \"stabilized at a value of around 0.045s\"",
+            ),
+        ];
+    }
+    let label = "§4.3: CCID2's latencies \"concentrated around 0.02s and 0.18s\", path 2's higher";
+    let mut values = vec![PaperValue::new(
+        &file,
+        "rx_rate_bps",
+        whole.clone(),
+        17.4e6,
+        throughput,
+    )];
+    for (p, ms) in run.tunnel.paths.iter().zip([20.0, 180.0]) {
+        let column = format!("{}_latency_ms", p.name);
+        values.push(PaperValue::new(&file, &column, whole.clone(), ms, label));
+    }
+    values
 }
 
 /// Where Figure 7's latencies come from, and where they differ from the paper's.
@@ -688,12 +766,17 @@ fn fig7_notes(ccid2: &Run, ccid5: &Run) -> Result<Vec<String>, String> {
 /// One run's data: the per-path received rate and latency over time (with the end-to-end
 /// ones, the windows and the tunnel's queue) in one CSV, and each path's whole subflow trace.
 fn run_data(figure: &str, run: &Run) -> Vec<(String, String)> {
-    let stem = format!("{figure}_{}", run.name.to_lowercase());
+    let stem = stem(figure, run);
     let mut out = vec![(format!("{stem}.csv"), csv(&per_path(run)))];
     for (s, p) in run.paths.iter().zip(&run.tunnel.paths) {
         out.push((format!("{stem}_{}.csv", p.name), csv(s)));
     }
     out
+}
+
+/// The start of the names of one run's data files.
+fn stem(figure: &str, run: &Run) -> String {
+    format!("{figure}_{}", run.name.to_lowercase())
 }
 
 /// The columns the paper's plots show, one row per trace interval.

@@ -14,7 +14,7 @@
 //! - Throughput and delay (`systematic.toml`, §VI-D): `fq_switch` and Cubic alone over the
 //!   125 fair-queuing configurations: the mean over runs of each run's goodput and mean RTT.
 
-use super::super::{fmt, run_embedded, Claim, Figure, Progress};
+use super::super::{fmt, run_embedded, At, Claim, Figure, PaperValue, Progress};
 use crate::metrics::{FqDetection, Summary};
 use crate::report::Table;
 use kleinrock_sim::{BufferLimit, QdiscConfig};
@@ -195,29 +195,95 @@ fn accuracy_report(runs: &[GridRun]) -> (String, String, f64) {
     (table, csv, overall)
 }
 
-fn accuracy_figure(
-    id: &str,
-    title: &str,
+/// One accuracy experiment: how the report names it, its claim, and what the paper states.
+struct Accuracy {
+    id: &'static str,
+    title: &'static str,
     key: &'static str,
+    /// The least accuracy (%) the claim accepts.
     bound: f64,
-    paper: &str,
-    runs: &[GridRun],
-    csv_name: &str,
-) -> Figure {
+    /// What the paper states, for the claim.
+    paper: &'static str,
+    /// The accuracy (%) the paper states per class (`FIFO`, `FQ`, `all`), lowest and highest
+    /// ("over 99 %" is 99 to 100).
+    values: &'static [(&'static str, f64, f64)],
+    /// The file of the runs.
+    csv_name: &'static str,
+    /// The file of the accuracy per class.
+    by_class: &'static str,
+}
+
+impl Accuracy {
+    fn paper_values(&self) -> Vec<PaperValue> {
+        self.values
+            .iter()
+            .map(|&(class, lo, hi)| {
+                let at = At::Row(class.into());
+                PaperValue::range(self.by_class, "accuracy_pct", at, (lo, hi), "§VI-C")
+            })
+            .collect()
+    }
+}
+
+const ALONE: Accuracy = Accuracy {
+    id: "§VI-C",
+    title: "FQ detection accuracy: one fq_switch flow, the 125-configuration grid with a fair \
+            queue and with a shared FIFO, 30 s each",
+    key: "accuracy_alone",
+    bound: ACCURACY_ALONE,
+    paper: "paper: over 99 % of FIFO and 97 % of FQ runs, 98 % overall",
+    values: &[
+        ("FIFO", 99.0, 100.0),
+        ("FQ", 97.0, 97.0),
+        ("all", 98.0, 98.0),
+    ],
+    csv_name: "accuracy.csv",
+    by_class: "accuracy_by_class.csv",
+};
+
+const WITH_CUBIC: Accuracy = Accuracy {
+    id: "§VI-C (Cubic)",
+    title: "FQ detection accuracy with cross traffic: as above, with a Cubic bulk flow started \
+            5 s before the fq_switch flow",
+    key: "accuracy_with_cubic",
+    bound: ACCURACY_WITH_CUBIC,
+    paper: "paper: 98 % overall",
+    values: &[("all", 98.0, 98.0)],
+    csv_name: "accuracy_cross.csv",
+    by_class: "accuracy_cross_by_class.csv",
+};
+
+/// The accuracy (%) per class and over all runs: `class,accuracy_pct`, rows FIFO, FQ, all.
+fn by_class_csv(runs: &[GridRun]) -> String {
+    let mut csv = String::from("class,accuracy_pct\n");
+    for class in ["FIFO", "FQ", "all"] {
+        let of: Vec<&GridRun> = runs
+            .iter()
+            .filter(|r| class == "all" || r.class() == class)
+            .collect();
+        let correct = of.iter().filter(|r| r.correct()).count();
+        csv.push_str(&format!("{class},{}\n", pct(correct, of.len())));
+    }
+    csv
+}
+
+fn accuracy_figure(a: &Accuracy, runs: &[GridRun]) -> Figure {
     let (table, csv, overall) = accuracy_report(runs);
     let unexplained = runs
         .iter()
         .filter(|r| !r.correct() && r.explanation().contains("see this run's trace"))
         .count();
     Figure {
-        id: id.into(),
-        title: title.into(),
+        id: a.id.into(),
+        title: a.title.into(),
         table,
         claims: vec![Claim::new(
-            key,
+            a.key,
             &format!(
-                "The probe tells a fair queue from a shared FIFO ({paper}; criterion: at least \
-                 {bound} % of the {} runs correct, every miss explained by its configuration)",
+                "The probe tells a fair queue from a shared FIFO ({}; criterion: at least \
+                 {} % of the {} runs correct, every miss explained by its configuration)",
+                a.paper,
+                a.bound,
                 runs.len()
             ),
             format!(
@@ -225,9 +291,13 @@ fn accuracy_figure(
                 fmt(overall, 1),
                 runs.iter().filter(|r| !r.correct()).count()
             ),
-            overall >= bound && unexplained == 0,
+            overall >= a.bound && unexplained == 0,
         )],
-        data: vec![(csv_name.into(), csv)],
+        data: vec![
+            (a.csv_name.into(), csv),
+            (a.by_class.into(), by_class_csv(runs)),
+        ],
+        paper: a.paper_values(),
     }
 }
 
@@ -245,16 +315,7 @@ pub fn accuracy_and_phase_locking(progress: Progress) -> Result<(Figure, Figure)
 
 /// §VI-C accuracy without cross traffic.
 fn accuracy(runs: &[GridRun]) -> Figure {
-    accuracy_figure(
-        "§VI-C",
-        "FQ detection accuracy: one fq_switch flow, the 125-configuration grid with a fair \
-         queue and with a shared FIFO, 30 s each",
-        "accuracy_alone",
-        ACCURACY_ALONE,
-        "paper: over 99 % of FIFO and 97 % of FQ runs, 98 % overall",
-        runs,
-        "accuracy.csv",
-    )
+    accuracy_figure(&ALONE, runs)
 }
 
 /// §VI-C accuracy with a Cubic flow started 5 s earlier.
@@ -264,16 +325,7 @@ pub fn accuracy_cross(progress: Progress) -> Result<Figure, String> {
         ACCURACY_CROSS,
         progress,
     )?;
-    Ok(accuracy_figure(
-        "§VI-C (Cubic)",
-        "FQ detection accuracy with cross traffic: as above, with a Cubic bulk flow started 5 s \
-         before the fq_switch flow",
-        "accuracy_with_cubic",
-        ACCURACY_WITH_CUBIC,
-        "paper: 98 % overall",
-        &runs,
-        "accuracy_cross.csv",
-    ))
+    Ok(accuracy_figure(&WITH_CUBIC, &runs))
 }
 
 /// FIFO runs whose slow leg lost at least [`LOCKED_LOSS`] in the round eq. (1) decided on.
@@ -363,7 +415,32 @@ fn phase_locking(still: &[GridRun], jittered: &[GridRun]) -> Figure {
             !a.is_empty() && b.is_empty(),
         )],
         data: vec![("phase_locking.csv".into(), csv)],
+        paper: Vec::new(),
     }
+}
+
+/// §VI-D's means over the fair-queuing configurations: `(controller, Mbit/s, ms)`.
+const PAPER_SYSTEMATIC: [(&str, f64, f64); 2] = [("fq_switch", 26.0, 64.0), ("Cubic", 21.0, 96.0)];
+
+/// The header of `systematic_means.csv`.
+const MEANS_HEADER: &str = "cca,goodput_mbps,rtt_mean_ms\n";
+
+/// §VI-D's means, on the rows of `systematic_means.csv`.
+fn systematic_paper() -> Vec<PaperValue> {
+    let mut values = Vec::new();
+    for (cca, mbps, ms) in PAPER_SYSTEMATIC {
+        for (column, v) in [("goodput_mbps", mbps), ("rtt_mean_ms", ms)] {
+            let at = At::Row(cca.into());
+            values.push(PaperValue::new(
+                "systematic_means.csv",
+                column,
+                at,
+                v,
+                "§VI-D",
+            ));
+        }
+    }
+    values
 }
 
 /// §VI-D: `fq_switch` against Cubic alone over the fair-queuing configurations.
@@ -385,8 +462,6 @@ pub fn systematic(progress: Progress) -> Result<Figure, String> {
     };
     let goodput = |s: &Summary| Some(s.flows[0].goodput_bps / 1e6);
     let rtt = |s: &Summary| s.flows[0].rtt_mean_ms;
-    let (sw_g, sw_r) = (mean("fq_switch", goodput)?, mean("fq_switch", rtt)?);
-    let (cu_g, cu_r) = (mean("Cubic", goodput)?, mean("Cubic", rtt)?);
     let mut t = Table::new(&[
         "controller",
         "mean goodput Mbps",
@@ -394,20 +469,21 @@ pub fn systematic(progress: Progress) -> Result<Figure, String> {
         "mean RTT ms",
         "paper",
     ]);
-    t.row(vec![
-        "fq_switch".into(),
-        fmt(sw_g, 2),
-        "26".into(),
-        fmt(sw_r, 1),
-        "64".into(),
-    ]);
-    t.row(vec![
-        "Cubic".into(),
-        fmt(cu_g, 2),
-        "21".into(),
-        fmt(cu_r, 1),
-        "96".into(),
-    ]);
+    let mut means = String::from(MEANS_HEADER);
+    let mut ours = Vec::new();
+    for (cca, paper_mbps, paper_ms) in PAPER_SYSTEMATIC {
+        let (g, r) = (mean(cca, goodput)?, mean(cca, rtt)?);
+        t.row(vec![
+            cca.into(),
+            fmt(g, 2),
+            fmt(paper_mbps, 0),
+            fmt(r, 1),
+            fmt(paper_ms, 0),
+        ]);
+        means.push_str(&format!("{cca},{g},{r}\n"));
+        ours.push((g, r));
+    }
+    let [(sw_g, sw_r), (cu_g, cu_r)] = [ours[0], ours[1]];
     let mut table = t.render();
     table.push('\n');
     let mut csv = String::from("cca,point,goodput_mbps,rtt_mean_ms\n");
@@ -444,6 +520,34 @@ pub fn systematic(progress: Progress) -> Result<Figure, String> {
             ),
             sw_r <= RTT_FRACTION * cu_r && sw_g >= cu_g,
         )],
-        data: vec![("systematic.csv".into(), csv)],
+        data: vec![
+            ("systematic.csv".into(), csv),
+            ("systematic_means.csv".into(), means),
+        ],
+        paper: systematic_paper(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::structure::{check, first_flows, rows_csv};
+    use super::*;
+
+    #[test]
+    fn the_papers_values_name_drawn_columns_and_rows_of_our_data() {
+        for a in [&ALONE, &WITH_CUBIC] {
+            let data = vec![(a.by_class, by_class_csv(&[]))];
+            check(a.id, data, a.paper_values());
+        }
+        let controllers = first_flows(SYSTEMATIC);
+        for (cca, _, _) in PAPER_SYSTEMATIC {
+            assert!(controllers.iter().any(|c| c == cca), "no `{cca}` runs");
+        }
+        let csv = rows_csv(MEANS_HEADER, &controllers);
+        check(
+            "§VI-D",
+            vec![("systematic_means.csv", csv)],
+            systematic_paper(),
+        );
+    }
 }

@@ -148,6 +148,7 @@ pub fn fig2_3(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: vec![("fig2_3_single.csv".into(), csv)],
+        paper: Vec::new(),
     })
 }
 
@@ -238,6 +239,7 @@ pub fn fig4_7(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: vec![("fig4_7_competition.csv".into(), csv)],
+        paper: Vec::new(),
     })
 }
 
@@ -361,5 +363,6 @@ pub fn redetection(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: vec![("redetect_decisions.csv".into(), csv)],
+        paper: Vec::new(),
     })
 }

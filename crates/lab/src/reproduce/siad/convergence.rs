@@ -268,6 +268,7 @@ pub fn fig10(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: vec![("fig10_convergence.csv".into(), csv)],
+        paper: Vec::new(),
     })
 }
 

@@ -71,7 +71,10 @@ pub use convergence::fig10;
 pub use random_loss::{fig13, short_flows};
 
 use super::traces::{bytes_at, column, entries, index_at, rate_between};
-use super::{fmt, point_value, run_embedded, Claim, Figure, PaperInfo, Progress, Report};
+use super::{
+    column_name, columns, fmt, point_value, run_embedded, wide_csv, At, Claim, Figure, PaperInfo,
+    PaperValue, Progress, Report,
+};
 use crate::metrics::Summary;
 use crate::report::Table;
 use crate::runner::RunOutput;
@@ -203,7 +206,33 @@ impl<'a> Grid<'a> {
         }
         csv
     }
+
+    /// One metric as a wide CSV: a row per swept value (as a number, by `x_of`, increasing),
+    /// a column `<controller>_<name>` per controller.
+    fn wide(
+        &self,
+        (x_name, x_of): (&str, fn(&str) -> Option<f64>),
+        name: &str,
+        metric: fn(&Summary) -> f64,
+    ) -> Result<String, String> {
+        let mut rows = Vec::new();
+        for v in &self.values {
+            let x = x_of(v).ok_or_else(|| format!("swept value `{v}` is not a number"))?;
+            let cells: Vec<f64> = self
+                .ccs
+                .iter()
+                .map(|cc| self.get(cc, v).map(metric))
+                .collect::<Result<_, _>>()?;
+            rows.push((x, cells));
+        }
+        rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(wide_csv(x_name, &columns(&self.ccs, name), &rows))
+    }
 }
+
+/// The x of a wide CSV over buffer sizes: `buffer_bdp` from `"0.5bdp"`.
+const BUFFER_BDP: (&str, fn(&str) -> Option<f64>) =
+    ("buffer_bdp", |v| v.strip_suffix("bdp")?.parse().ok());
 
 const BUFFERS_FROM_0_3: [&str; 6] = ["0.3bdp", "0.5bdp", "0.7bdp", "1bdp", "1.5bdp", "2bdp"];
 const BUFFERS_FROM_0_5: [&str; 5] = ["0.5bdp", "0.7bdp", "1bdp", "1.5bdp", "2bdp"];
@@ -313,8 +342,41 @@ pub fn fig3_4(progress: Progress) -> Result<Figure, String> {
                 grows_ok,
             ),
         ],
-        data: vec![("fig3_4_buffers.csv".into(), csv)],
+        data: vec![
+            ("fig3_4_buffers.csv".into(), csv),
+            (
+                "fig4a_queue_fill.csv".into(),
+                grid.wide(BUFFER_BDP, "queue_fill_pct", fill)?,
+            ),
+            (
+                "fig4b_utilisation.csv".into(),
+                grid.wide(BUFFER_BDP, "utilisation_pct", util)?,
+            ),
+        ],
+        paper: fig3_4_paper(),
     })
+}
+
+/// What §IV-A states about Figure 4 for SIAD, on SIAD (Num_RTT 20).
+fn fig3_4_paper() -> Vec<PaperValue> {
+    vec![
+        PaperValue::new(
+            "fig4a_queue_fill.csv",
+            &column_name(SIAD20, "queue_fill_pct"),
+            At::X(0.1, 2.0),
+            50.0,
+            "§IV-A: \"TCP SIAD maintains an average queue fill level of about 50% in all \
+             scenarios\"",
+        ),
+        PaperValue::new(
+            "fig4b_utilisation.csv",
+            &column_name(SIAD20, "utilisation_pct"),
+            At::X(0.7, 0.7),
+            96.4,
+            "§IV-A: at 0.7 BDP \"TCP SIAD only achieves a slightly lower utilization than the \
+             other schemes (but still 96.4%)\"",
+        ),
+    ]
 }
 
 const RATES_10_TO_100: [&str; 4] = ["10Mbps", "20Mbps", "50Mbps", "100Mbps"];
@@ -401,6 +463,7 @@ pub fn fig5(progress: Progress) -> Result<Figure, String> {
             ),
         ],
         data: vec![("fig5_bandwidth.csv".into(), csv)],
+        paper: Vec::new(),
     })
 }
 
@@ -526,7 +589,7 @@ pub fn fig6(progress: Progress) -> Result<Figure, String> {
     let mut table = t.render();
     table.push('\n');
 
-    let mut csv = String::from("time_s,mode,cwnd_packets,rtt_min_ms,latest_rtt_ms\n");
+    let mut csv = String::from(FIG6_HEADER);
     for i in 0..flow.time_s.len() {
         let cell = |v: f64| {
             if v.is_nan() {
@@ -591,7 +654,104 @@ pub fn fig6(progress: Progress) -> Result<Figure, String> {
             holds,
         )],
         data: vec![("fig6_route_change.csv".into(), csv)],
+        paper: fig6_paper(),
     })
+}
+
+/// The header of Figure 6's data.
+const FIG6_HEADER: &str = "time_s,mode,cwnd_packets,rtt_min_ms,latest_rtt_ms\n";
+
+/// The base RTTs §IV-A states for Figure 6, `(from s, to s, ms)`.
+const FIG6_BASE_RTT: [(f64, f64, f64); 3] =
+    [(0.0, 30.0, 100.0), (30.0, 60.0, 40.0), (60.0, 90.0, 140.0)];
+
+/// Figure 6's base RTTs, over SIAD's RTT_min estimate, which should track them.
+fn fig6_paper() -> Vec<PaperValue> {
+    FIG6_BASE_RTT
+        .iter()
+        .map(|&(from, to, ms)| {
+            let label = format!("§IV-A: the base RTT, {ms} ms from {from} s");
+            let at = At::X(from, to);
+            PaperValue::new("fig6_route_change.csv", "rtt_min_ms", at, ms, &label)
+        })
+        .collect()
+}
+
+/// The goodputs the text states for a two-flow figure: per Num_RTT of the first flow, each
+/// flow's Mbit/s, the flows named as our scenario names them.
+struct PaperSharing {
+    /// Where in the paper.
+    label: &'static str,
+    /// Our data file of each flow's goodput against the first flow's Num_RTT.
+    data: &'static str,
+    flows: [&'static str; 2],
+    /// `(Num_RTT, [first flow's, second flow's goodput])`.
+    points: [(f64, [f64; 2]); 2],
+}
+
+impl PaperSharing {
+    /// The goodputs as paper values.
+    fn values(&self) -> Vec<PaperValue> {
+        let columns = columns(&self.flows.map(String::from), "goodput_mbps");
+        let mut values = Vec::new();
+        for &(num_rtt, mbps) in &self.points {
+            for (column, v) in columns.iter().zip(mbps) {
+                let at = At::X(num_rtt, num_rtt);
+                values.push(PaperValue::new(self.data, column, at, v, self.label));
+            }
+        }
+        values
+    }
+
+    /// The goodputs as text, for the figure's title.
+    fn text(&self) -> String {
+        let [a, b] = self.flows;
+        let points: Vec<String> = self
+            .points
+            .iter()
+            .map(|(n, [x, y])| format!("Num_RTT {n}: {a} {x} vs {b} {y} Mbps"))
+            .collect();
+        points.join("; ")
+    }
+}
+
+const FIG7_PAPER: PaperSharing = PaperSharing {
+    label: "§IV-B, Fig. 7",
+    data: "fig7_goodput.csv",
+    flows: ["SIAD A", "SIAD B"],
+    points: [(30.0, [9.61, 10.26]), (20.0, [13.07, 6.86])],
+};
+const FIG11_PAPER: PaperSharing = PaperSharing {
+    label: "§IV-C, Fig. 11",
+    data: "fig11_goodput.csv",
+    flows: ["SIAD", NEWRENO],
+    points: [(40.0, [4.97, 5.03]), (20.0, [7.37, 2.62])],
+};
+const FIG12_PAPER: PaperSharing = PaperSharing {
+    label: "§IV-C, Fig. 12",
+    data: "fig12_goodput.csv",
+    flows: ["SIAD", CUBIC],
+    points: [(40.0, [3.77, 6.23]), (30.0, [4.98, 5.02])],
+};
+
+/// Each flow's goodput (Mbit/s) against the first flow's Num_RTT, from `(Num_RTT, run)`.
+fn goodput_csv(runs: &[(f64, &Summary)]) -> String {
+    let names: Vec<String> = runs.first().map_or(Vec::new(), |(_, s)| {
+        s.flows.iter().map(|f| f.name.clone()).collect()
+    });
+    let mut rows: Vec<(f64, Vec<f64>)> = runs
+        .iter()
+        .map(|(n, s)| (*n, s.flows.iter().map(|f| f.goodput_bps / 1e6).collect()))
+        .collect();
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    wide_csv("num_rtt", &columns(&names, "goodput_mbps"), &rows)
+}
+
+/// A swept Num_RTT as a number.
+fn num_rtt(value: &str) -> Result<f64, String> {
+    value
+        .parse()
+        .map_err(|_| format!("Num_RTT `{value}` is not a number"))
 }
 
 /// Figure 7 bounds: the first flow's share (%) with Num_RTT 30 vs 30, and 20 vs 30.
@@ -662,6 +822,10 @@ pub fn fig7(progress: Progress) -> Result<Figure, String> {
     let (equal, unequal) = (find("30")?, find("20")?);
     let rows: Vec<(String, &Summary)> = cases.iter().map(|c| (c.0.clone(), c.2)).collect();
     let (table, csv) = sharing_table(&rows, link_bps);
+    let goodputs: Vec<(f64, &Summary)> = cases
+        .iter()
+        .map(|c| Ok((num_rtt(&c.1)?, c.2)))
+        .collect::<Result<_, String>>()?;
     let ours = |s: &Summary| {
         format!(
             "{} Mbps ({} %) vs {} Mbps ({} %)",
@@ -676,9 +840,9 @@ pub fn fig7(progress: Progress) -> Result<Figure, String> {
         id: "Fig. 7".into(),
         title: "two SIAD flows, 20 Mbps / 100 ms RTT, 0.5 BDP drop-tail buffer, unpaced with delayed ACKs, 600 s \
                 (20 s discarded); the first flow's Num_RTT 30 then 20, the second's 30: each \
-                flow's goodput, its share of the link's 20 Mbps, and Jain's index (paper: 9.61 \
-                vs 10.26 Mbps, and 13.07 vs 6.86 Mbps)"
-            .into(),
+                flow's goodput, its share of the link's 20 Mbps, and Jain's index"
+            .to_string()
+            + &format!(" (paper: {})", FIG7_PAPER.text()),
         table,
         claims: vec![
             Claim::new(
@@ -696,7 +860,11 @@ pub fn fig7(progress: Progress) -> Result<Figure, String> {
                 within(unequal, FIG7_NUM_RTT20_SHARE),
             ),
         ],
-        data: vec![("fig7_two_flows.csv".into(), csv)],
+        data: vec![
+            ("fig7_two_flows.csv".into(), csv),
+            (FIG7_PAPER.data.into(), goodput_csv(&goodputs)),
+        ],
+        paper: FIG7_PAPER.values(),
     })
 }
 
@@ -732,8 +900,43 @@ pub fn fig8(progress: Progress) -> Result<Figure, String> {
             ),
             g.iter().all(|&x| (blo..=bhi).contains(&x)),
         )],
-        data: vec![("fig8_ten_flows.csv".into(), csv)],
+        data: vec![
+            ("fig8_ten_flows.csv".into(), csv),
+            ("fig8_goodput.csv".into(), fig8_csv(&g)),
+        ],
+        paper: fig8_paper(),
     })
+}
+
+/// Each flow's goodput (Mbit/s) by its number, from 1.
+fn fig8_csv(goodputs: &[f64]) -> String {
+    let rows: Vec<(f64, Vec<f64>)> = goodputs
+        .iter()
+        .enumerate()
+        .map(|(k, g)| ((k + 1) as f64, vec![*g]))
+        .collect();
+    wide_csv("flow", &["goodput_mbps".to_string()], &rows)
+}
+
+/// What §IV-B states about Figure 8's ten flows.
+fn fig8_paper() -> Vec<PaperValue> {
+    vec![
+        PaperValue::range(
+            "fig8_goodput.csv",
+            "goodput_mbps",
+            At::X(1.0, 10.0),
+            (9.32, 11.04),
+            "§IV-B: \"the smallest share is 9.32 Mbit/s compared to a maximum of 11.04 \
+             Mbit/s\"",
+        ),
+        PaperValue::new(
+            "fig8_goodput.csv",
+            "goodput_mbps",
+            At::X(1.0, 1.0),
+            10.67,
+            "§IV-B: the first flow \"has (only) an average rate of 10.67 Mbit/s\"",
+        ),
+    ]
 }
 
 /// Figure 9: a second SIAD flow joins at 60 s and leaves at 180 s, 100 Mbps / 0.3 BDP.
@@ -812,6 +1015,7 @@ pub fn fig9(progress: Progress) -> Result<Figure, String> {
         table,
         claims: vec![],
         data: vec![("fig9_join_leave.csv".into(), csv)],
+        paper: Vec::new(),
     })
 }
 
@@ -820,7 +1024,7 @@ const CROSS_EQUAL_SHARE: (f64, f64) = (40.0, 60.0);
 
 /// Figures 11-12: one SIAD flow (Num_RTT swept) against one `other` flow at 10 Mbps / 1 BDP;
 /// the claim `claim` is that both shares are within [`CROSS_EQUAL_SHARE`] at Num_RTT
-/// `equal_at`. `paper` gives the paper's goodputs for the title.
+/// `equal_at`. `paper` gives the paper's goodputs.
 #[allow(clippy::too_many_arguments)]
 fn cross_traffic(
     id: &str,
@@ -829,7 +1033,7 @@ fn cross_traffic(
     other: &str,
     equal_at: &str,
     claim: &'static str,
-    paper: &str,
+    paper: &PaperSharing,
     csv_name: &str,
     progress: Progress,
 ) -> Result<Figure, String> {
@@ -837,6 +1041,7 @@ fn cross_traffic(
     let link_bps = link0_bps(&set.points[0]);
     let key = "flows.0.params.num_rtt";
     let mut rows = Vec::new();
+    let mut goodputs = Vec::new();
     let mut equal = None;
     for o in &outs {
         let s = &o.summary;
@@ -848,6 +1053,7 @@ fn cross_traffic(
             equal = Some(s);
         }
         rows.push((format!("Num_RTT {n} vs {other}"), s));
+        goodputs.push((num_rtt(&n)?, s));
     }
     let equal = equal.ok_or_else(|| format!("no run with SIAD's Num_RTT {equal_at}"))?;
     let (table, csv) = sharing_table(&rows, link_bps);
@@ -867,7 +1073,8 @@ fn cross_traffic(
              buffer, unpaced, delayed ACKs (not for NewReno, as in the paper), 600 s (20 s \
              discarded); SIAD's Num_RTT swept: \
              each flow's goodput, its share of the link's 10 Mbps, and Jain's index (paper: \
-             {paper})"
+             {})",
+            paper.text()
         ),
         table,
         claims: vec![Claim::new(
@@ -879,7 +1086,11 @@ fn cross_traffic(
             ours,
             holds,
         )],
-        data: vec![(csv_name.into(), csv)],
+        data: vec![
+            (csv_name.into(), csv),
+            (paper.data.into(), goodput_csv(&goodputs)),
+        ],
+        paper: paper.values(),
     })
 }
 
@@ -892,7 +1103,7 @@ pub fn fig11(progress: Progress) -> Result<Figure, String> {
         NEWRENO,
         "40",
         "siad40_vs_newreno_fair",
-        "Num_RTT 40: SIAD 4.97 vs NewReno 5.03 Mbps; Num_RTT 20: 7.37 vs 2.62 Mbps",
+        &FIG11_PAPER,
         "fig11_newreno.csv",
         progress,
     )
@@ -907,8 +1118,55 @@ pub fn fig12(progress: Progress) -> Result<Figure, String> {
         CUBIC,
         "30",
         "siad30_vs_cubic_fair",
-        "Num_RTT 40: SIAD 3.77 vs Cubic 6.23 Mbps; Num_RTT 30: 4.98 vs 5.02 Mbps",
+        &FIG12_PAPER,
         "fig12_cubic.csv",
         progress,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::structure::{check, first_flows, flows, swept};
+    use super::*;
+
+    #[test]
+    fn the_papers_values_name_drawn_columns_of_our_data() {
+        let ccs = first_flows(FIG3_4);
+        let header = |name| wide_csv(BUFFER_BDP.0, &columns(&ccs, name), &[]);
+        let data = vec![
+            ("fig4a_queue_fill.csv", header("queue_fill_pct")),
+            ("fig4b_utilisation.csv", header("utilisation_pct")),
+        ];
+        check("Fig. 3-4", data, fig3_4_paper());
+        let data = vec![("fig6_route_change.csv", FIG6_HEADER.to_string())];
+        check("Fig. 6", data, fig6_paper());
+        assert_eq!(
+            flows(FIG8).len(),
+            10,
+            "Fig. 8's paper values span flows 1 to 10"
+        );
+        check(
+            "Fig. 8",
+            vec![("fig8_goodput.csv", fig8_csv(&[]))],
+            fig8_paper(),
+        );
+    }
+
+    #[test]
+    fn the_papers_goodputs_are_of_flows_and_num_rtts_we_run() {
+        let figures = [
+            (FIG7, &FIG7_PAPER),
+            (FIG11, &FIG11_PAPER),
+            (FIG12, &FIG12_PAPER),
+        ];
+        for (text, paper) in figures {
+            let header = wide_csv("num_rtt", &columns(&flows(text), "goodput_mbps"), &[]);
+            check(paper.label, vec![(paper.data, header)], paper.values());
+            let ours = swept(text, "flows.0.params.num_rtt");
+            for (n, _) in paper.points {
+                let n = n.to_string();
+                assert!(ours.contains(&n), "{}: no run at Num_RTT {n}", paper.label);
+            }
+        }
+    }
 }

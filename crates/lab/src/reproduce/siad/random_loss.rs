@@ -10,7 +10,7 @@
 //!   says "link utilization" without saying whether the short flows count; we count them and
 //!   show the bulk flow's goodput beside it.
 
-use super::super::{fmt, run_embedded, Claim, Figure, Progress};
+use super::super::{column_name, fmt, run_embedded, At, Claim, Figure, PaperValue, Progress};
 use super::{Grid, CUBIC, NEWRENO, SIAD20};
 use crate::metrics::Summary;
 use crate::report::Table;
@@ -22,6 +22,23 @@ const SHORT_FLOWS: &str = include_str!("../../../../../scenarios/siad/fig13_shor
 /// 17.46-31.6 % for NewReno and Cubic): utilisation %.
 const SIAD_AT_LEAST: f64 = 80.0;
 const LOSS_BASED_AT_MOST: f64 = 40.0;
+
+/// The paper's link utilisation under 0.2-0.5 % random loss, lowest and highest, %.
+const PAPER_RANDOM_LOSS: [(&str, f64, f64); 4] = [
+    (SIAD20, 84.96, 94.47),
+    (NEWRENO, 15.25, 24.93),
+    (CUBIC, 17.46, 31.6),
+    ("H-TCP", 25.58, 47.29),
+];
+
+/// The x of Figure 13's wide CSV: `random_loss_pct` from a swept loss probability.
+const LOSS_PCT: (&str, fn(&str) -> Option<f64>) = ("random_loss_pct", |v| {
+    v.parse::<f64>().ok().map(|p| p * 100.0)
+});
+
+/// The header of the short-flow experiment's data.
+const SHORT_FLOWS_HEADER: &str =
+    "cca,link_utilisation_pct,bulk_goodput_mbps,short_transfers,short_fct_s\n";
 
 /// The paper's link utilisation with short-flow cross traffic, %.
 const PAPER_SHORT_FLOWS: [(&str, f64); 3] = [(SIAD20, 93.64), (CUBIC, 89.69), (NEWRENO, 59.37)];
@@ -72,9 +89,9 @@ pub fn fig13(progress: Progress) -> Result<Figure, String> {
         title: "one flow, 10 Mbps / 100 ms RTT, 0.5 BDP drop-tail buffer, random loss of \
                 0.2-0.5 % at the bottleneck, unpaced with delayed ACKs, 600 s (20 s discarded): the link's \
                 utilisation and the flow's loss rate (random and congestion losses) per \
-                controller and random-loss rate (paper: SIAD (20) 84.96-94.47 %, NewReno \
-                15.25-24.93 %, Cubic 17.46-31.6 %, H-TCP 25.58-47.29 %)"
-            .into(),
+                controller and random-loss rate"
+            .to_string()
+            + &format!(" (paper: {})", random_loss_text()),
         table,
         claims: vec![
             Claim::new(
@@ -97,8 +114,37 @@ pub fn fig13(progress: Progress) -> Result<Figure, String> {
                 reno.1 <= LOSS_BASED_AT_MOST && cubic.1 <= LOSS_BASED_AT_MOST,
             ),
         ],
-        data: vec![("fig13_random_loss.csv".into(), csv)],
+        data: vec![
+            ("fig13_random_loss.csv".into(), csv),
+            (
+                "fig13_utilisation.csv".into(),
+                grid.wide(LOSS_PCT, "utilisation_pct", util)?,
+            ),
+        ],
+        paper: random_loss_paper(),
     })
+}
+
+/// The paper's utilisation ranges as text, for the figure's title.
+fn random_loss_text() -> String {
+    let ranges: Vec<String> = PAPER_RANDOM_LOSS
+        .iter()
+        .map(|(cc, lo, hi)| format!("{cc} {lo}-{hi} %"))
+        .collect();
+    ranges.join(", ")
+}
+
+/// The paper's utilisation ranges, each over the random-loss rates 0.2-0.5 %.
+fn random_loss_paper() -> Vec<PaperValue> {
+    PAPER_RANDOM_LOSS
+        .iter()
+        .map(|&(cc, lo, hi)| {
+            let column = column_name(cc, "utilisation_pct");
+            let at = At::X(0.2, 0.5);
+            let label = "§IV-C, Fig. 13: utilisation under 0.2-0.5 % random loss";
+            PaperValue::range("fig13_utilisation.csv", &column, at, (lo, hi), label)
+        })
+        .collect()
 }
 
 /// The experiment after Figure 13: one bulk flow beside short-flow cross traffic.
@@ -116,8 +162,7 @@ pub fn short_flows(progress: Progress) -> Result<Figure, String> {
         "short transfers",
         "short FCT s",
     ]);
-    let mut csv =
-        String::from("cca,link_utilisation_pct,bulk_goodput_mbps,short_transfers,short_fct_s\n");
+    let mut csv = String::from(SHORT_FLOWS_HEADER);
     let mut utils = Vec::new();
     for o in &outs {
         let s = &o.summary;
@@ -174,5 +219,42 @@ pub fn short_flows(progress: Progress) -> Result<Figure, String> {
             siad > cubic && cubic > reno,
         )],
         data: vec![("fig13_short_flows.csv".into(), csv)],
+        paper: short_flows_paper(),
     })
+}
+
+/// The paper's link utilisation with short-flow cross traffic, on the row of its bulk flow.
+fn short_flows_paper() -> Vec<PaperValue> {
+    PAPER_SHORT_FLOWS
+        .iter()
+        .map(|&(cc, util)| {
+            let at = At::Row(cc.into());
+            let label = "§IV-C: link utilisation with short-flow cross traffic";
+            PaperValue::new(
+                "fig13_short_flows.csv",
+                "link_utilisation_pct",
+                at,
+                util,
+                label,
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::structure::{check, first_flows, rows_csv};
+    use super::super::super::{columns, wide_csv};
+    use super::*;
+
+    #[test]
+    fn the_papers_values_name_drawn_columns_and_rows_of_our_data() {
+        let ccs = first_flows(FIG13);
+        let header = wide_csv(LOSS_PCT.0, &columns(&ccs, "utilisation_pct"), &[]);
+        let data = vec![("fig13_utilisation.csv", header)];
+        check("Fig. 13", data, random_loss_paper());
+        let csv = rows_csv(SHORT_FLOWS_HEADER, &first_flows(SHORT_FLOWS));
+        let data = vec![("fig13_short_flows.csv", csv)];
+        check("Fig. 13 (text)", data, short_flows_paper());
+    }
 }
