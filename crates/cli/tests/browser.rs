@@ -325,7 +325,7 @@ const SWEEP_REPORT_PLOTS: usize = 3 * SWEPT_FIELDS + 1;
 
 /// The column groups of a reproduction's data files, each drawn as one plot (README
 /// "report.html"): columns ending in these units.
-const UNITS: [&str; 4] = ["_bps", "_ms", "_bytes", "_packets"];
+const UNITS: [&str; 7] = ["_bps", "_mbps", "_ms", "_bytes", "_packets", "_pct", "_jfi"];
 /// Counters, not drawn.
 const COUNTERS: [&str; 4] = [
     "delivered_bytes",
@@ -334,33 +334,71 @@ const COUNTERS: [&str; 4] = [
     "sent_bytes",
 ];
 
-/// A reproduction's plots, counted from its data files: one per data file and unit with a
-/// value, the first column being the x axis.
+/// A reproduction's plots, counted from its data files and `reproduce.json` by the README's
+/// rules: a data file is drawn when its first column increases or names distinct rows, one
+/// plot per unit with a value, and a unit whose columns the paper's values mark only in part
+/// gets a plot of those columns first.
 fn reproduction_plots(dir: &Path) -> usize {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("reproduce.json")).expect("reproduce.json"))
+            .expect("valid JSON");
+    let marked: Vec<(String, String)> = manifest["figures"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| f["paper"].as_array().into_iter().flatten())
+        .filter_map(|p| {
+            Some((
+                p["data"].as_str()?.to_string(),
+                p["column"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
     let mut plots = 0;
     for entry in std::fs::read_dir(dir.join("data")).expect("the data directory") {
-        let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a CSV");
+        let path = entry.expect("an entry").path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).expect("a CSV");
         let mut lines = text.lines();
         let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
         let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        let number = |r: &Vec<&str>, i: usize| r.get(i).and_then(|c| c.parse::<f64>().ok());
         let has_value = |i: usize| {
-            rows.iter().any(|r| {
-                r.get(i)
-                    .and_then(|c| c.parse::<f64>().ok())
-                    .is_some_and(f64::is_finite)
-            })
+            rows.iter()
+                .any(|r| number(r, i).is_some_and(f64::is_finite))
         };
-        if !has_value(0) {
+        let firsts: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+        let xs: Option<Vec<f64>> = rows.iter().map(|r| number(r, 0)).collect();
+        let drawn = match xs {
+            Some(xs) if !xs.is_empty() => xs.windows(2).all(|w| w[0] < w[1]),
+            _ => !firsts.is_empty() && (1..firsts.len()).all(|i| !firsts[..i].contains(&firsts[i])),
+        };
+        if !drawn {
             continue;
         }
-        plots += UNITS
-            .iter()
-            .filter(|unit| {
-                (1..header.len()).any(|i| {
-                    header[i].ends_with(*unit) && !COUNTERS.contains(&header[i]) && has_value(i)
+        for unit in UNITS {
+            let columns: Vec<&str> = (1..header.len())
+                .filter(|&i| {
+                    let n = header[i];
+                    UNITS.iter().find(|u| n.ends_with(*u)) == Some(&unit)
+                        && !COUNTERS.contains(&n)
+                        && has_value(i)
                 })
-            })
-            .count();
+                .map(|i| header[i])
+                .collect();
+            if columns.is_empty() {
+                continue;
+            }
+            let with_paper = columns
+                .iter()
+                .filter(|c| marked.iter().any(|(d, m)| *d == file && m == *c))
+                .count();
+            plots += if with_paper > 0 && with_paper < columns.len() {
+                2
+            } else {
+                1
+            };
+        }
     }
     plots
 }
