@@ -236,13 +236,7 @@ fn draw_lines(
     (series, paper): (&[Series], &[Mark]),
     bands: &[Band],
 ) -> DrawResult {
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 15))
-        .margin(8)
-        .x_label_area_size(34)
-        .y_label_area_size(62)
-        .build_cartesian_2d(x0..x1, y0..y1)?;
+    let mut chart = frame(root, title, (x0, x1, y0, y1))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -278,6 +272,22 @@ fn draw_lines(
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
     }
     finish(root, &mut chart, paper)
+}
+
+/// The white plot area of `root` with `title`, its axes over `x0..x1` and `y0..y1`.
+fn frame<'a, 'b>(
+    root: &'a Area<'b>,
+    title: &str,
+    (x0, x1, y0, y1): (f64, f64, f64, f64),
+) -> Result<Chart<'a, 'b>, Box<dyn std::error::Error>> {
+    root.fill(&WHITE)?;
+    let chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 15))
+        .margin(8)
+        .x_label_area_size(34)
+        .y_label_area_size(62)
+        .build_cartesian_2d(x0..x1, y0..y1)?;
+    Ok(chart)
 }
 
 /// Draws the paper's values `marks` (with a legend entry), then the legend.
@@ -354,13 +364,7 @@ fn draw_dots(
     (series, paper): (&[Series], &[Mark]),
     categories: &[String],
 ) -> DrawResult {
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 15))
-        .margin(8)
-        .x_label_area_size(34)
-        .y_label_area_size(62)
-        .build_cartesian_2d(x0..x1, y0..y1)?;
+    let mut chart = frame(root, title, (x0, x1, y0, y1))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -465,19 +469,13 @@ fn draw_intervals(
     series: &[(String, Vec<Interval>)],
     categories: &[String],
 ) -> DrawResult {
-    root.fill(&WHITE)?;
     let x_text = |v: &f64| {
         if categories.is_empty() {
             return short(*v);
         }
         category(categories, *v)
     };
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 15))
-        .margin(8)
-        .x_label_area_size(34)
-        .y_label_area_size(62)
-        .build_cartesian_2d(x0..x1, y0..y1)?;
+    let mut chart = frame(root, title, (x0, x1, y0, y1))?;
     chart
         .configure_mesh()
         .max_light_lines(0)
@@ -509,14 +507,7 @@ fn draw_intervals(
             .label(label.as_str())
             .legend(move |(x, y)| Circle::new((x + 8, y), 3, colour.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.6))
-        .border_style(BLACK.mix(0.3))
-        .draw()?;
-    root.present()?;
-    Ok(())
+    finish(root, &mut chart, &[])
 }
 
 #[cfg(test)]
