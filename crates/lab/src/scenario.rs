@@ -652,6 +652,7 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
             flows.push(plan);
         }
     }
+    check_file_names(&flows, &tunnels, &spec.links)?;
     if let Some(t) = trace_interval {
         let tunnel_series: usize = tunnels.iter().map(|t| 1 + t.paths.len()).sum();
         check_trace_rows(duration, t, flows.len() + spec.links.len() + tunnel_series)?;
@@ -686,6 +687,49 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
         flows,
         tunnels,
     })
+}
+
+/// Names whose output files would be the same file (`a<b` and `a>b` are both `a_b.csv`) are
+/// refused: flows and tunnels (with their paths) share `latency_cdf/`, links have `links/`.
+fn check_file_names(
+    flows: &[FlowPlan],
+    tunnels: &[TunnelPlan],
+    links: &[LinkSpec],
+) -> FieldResult<()> {
+    let flow_names = flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (format!("flows[{i}].name"), f.name.clone()));
+    let tunnel_names = tunnels.iter().enumerate().flat_map(|(i, t)| {
+        let paths = t.paths.iter().enumerate().map(move |(k, p)| {
+            let field = format!("tunnels[{i}].paths[{k}].name");
+            (field, format!("{}.{}", t.name, p.name))
+        });
+        std::iter::once((format!("tunnels[{i}].name"), t.name.clone())).chain(paths)
+    });
+    let link_names = links
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (format!("links[{i}].name"), l.name.clone()));
+    distinct_files(flow_names.chain(tunnel_names))?;
+    distinct_files(link_names)
+}
+
+/// The first of `names` (field, name) whose file name another already has, as an error.
+fn distinct_files(names: impl Iterator<Item = (String, String)>) -> FieldResult<()> {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for (field, name) in names {
+        let file = crate::runner::file_name(&name);
+        if let Some((_, other)) = seen.iter().find(|(f, _)| *f == file) {
+            let message = format!(
+                "`{name}` and `{other}` would share the output file `{file}.csv`; choose names \
+                 that differ in letters, digits, `-`, `_` or `.`"
+            );
+            return Err((field, message));
+        }
+        seen.push((file, name));
+    }
+    Ok(())
 }
 
 /// The flows after `count` copies are at most [`limits::MAX_FLOWS`], checked before any is

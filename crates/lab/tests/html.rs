@@ -219,3 +219,14 @@ fn a_sweep_with_replicates_reports_the_means_and_the_runs() {
     assert!(page.contains(" ± "), "the means carry their intervals");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn names_that_would_share_an_output_file_are_refused() {
+    // `a<b` and `a>b` are both `a_b.csv` under flows/, and the report would draw one for both.
+    let text = SCENARIO
+        .replace("name = \"a\"", "name = \"a<b\"")
+        .replace("name = \"b\"", "name = \"a>b\"");
+    let e = parse(&text, "html.toml", "html", &[]).expect_err("refused");
+    assert_eq!(e.field, "flows[1].name", "{e}");
+    assert!(e.message.contains("a_b.csv"), "{e}");
+}

@@ -225,9 +225,11 @@ impl Direction {
             self.queue.pop_front();
             let rec = *self.carried.get(c);
             let pending = (rec.entered_ns, rec.size + self.header_size, c);
+            // Every copy is counted before any is handed over, so that a refused one cannot
+            // resolve the packet while the others are still to go.
+            self.carried.get_mut(c).copies = self.picks.len() as u32;
             for k in 0..self.picks.len() {
                 let sender = &mut self.subflows[self.picks[k]].sender;
-                self.carried.get_mut(c).copies += 1;
                 if !sender.push(now, pending, out, events) {
                     self.counters.send_queue_drops += 1;
                     self.drop_copy(c, released);
@@ -262,6 +264,7 @@ impl Direction {
     /// packet unless another copy was forwarded.
     fn drop_copy(&mut self, c: u32, released: &mut Released) {
         let rec = self.carried.get_mut(c);
+        assert!(rec.copies > 0, "a copy of a tunnel packet already resolved");
         rec.copies -= 1;
         if rec.copies > 0 {
             return;

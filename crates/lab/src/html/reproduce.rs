@@ -112,6 +112,11 @@ fn figure_section(page: &mut Page, dir: &Path, f: &Value) -> Result<(), String> 
         .flatten()
         .filter_map(Value::as_str)
     {
+        if file.contains(['/', '\\']) || file.starts_with('.') {
+            return Err(format!(
+                "reproduce.json names the data file `{file}` outside data/"
+            ));
+        }
         files.push((file, table::read(&dir.join("data").join(file))?));
     }
     let paper: Vec<PaperValue> = f["paper"]
