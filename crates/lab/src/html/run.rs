@@ -353,10 +353,11 @@ fn tunnel_section(page: &mut Page, dir: &Path, t: &Value) -> Result<(), String> 
             c.get("latency_ms").unwrap_or(&[]),
         ));
     }
+    page.heading(2, &format!("Tunnel {name}"));
+    tunnel_counts(page, t);
     if rates.is_empty() {
         return Ok(());
     }
-    page.heading(2, &format!("Tunnel {name}"));
     let svg = plot::lines(
         &format!("{name}: received per path"),
         "time (s)",
@@ -380,6 +381,35 @@ fn tunnel_section(page: &mut Page, dir: &Path, t: &Value) -> Result<(), String> 
     )?;
     page.figure(&id(&["tunnel", name, "latency"]), &format!("{name}: mean latency from the tunnel's entry to each path's far end per trace interval"), &svg);
     Ok(())
+}
+
+/// What became of the packets that entered each direction of tunnel `t` (README "Metrics").
+fn tunnel_counts(page: &mut Page, t: &Value) {
+    let keys = [
+        ("entered", "entered"),
+        ("forwarded", "forwarded"),
+        ("forwarded_late", "of them late"),
+        ("queue_drops", "tunnel queue drops"),
+        ("send_queue_drops", "send queue drops"),
+        ("lost_on_paths", "lost on paths"),
+        ("reorder_drops", "reorder drops"),
+        ("duplicates", "duplicates"),
+        ("gaps_skipped", "gaps skipped"),
+        ("lost", "lost"),
+        ("held_at_end", "held at the end"),
+    ];
+    let rows: Vec<Vec<Cell>> = [("forward", "towards the far end"), ("backward", "back")]
+        .iter()
+        .map(|(dir, label)| {
+            let counts = &t[dir];
+            let mut row = vec![Cell::text(*label)];
+            row.extend(keys.iter().map(|(k, _)| cell(counts, k, 1.0, 0)));
+            row
+        })
+        .collect();
+    let mut header = vec!["packets"];
+    header.extend(keys.iter().map(|(_, label)| *label));
+    page.table(&header, &rows);
 }
 
 fn cdf_section(
