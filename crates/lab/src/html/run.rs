@@ -250,16 +250,35 @@ fn flow_section(page: &mut Page, dir: &Path, f: &Value) -> Result<(), String> {
             "{name}: {what} over time ({unit}); columns of flows/{}.csv",
             file_name(name)
         );
-        let svg = plot::lines(
-            &format!("{name}: {what}"),
-            "time (s)",
+        let plot = TimePlot {
+            id: id(&["flow", name, what]),
+            title: format!("{name}: {what}"),
             unit,
-            &series,
-            bands,
-            &[],
-        )?;
-        page.figure(&id(&["flow", name, what]), &caption, &svg);
+            caption,
+        };
+        time_figure(page, plot, &series, bands)?;
     }
+    Ok(())
+}
+
+/// A plot against time: its element id, title, unit and caption.
+struct TimePlot<'a> {
+    id: String,
+    title: String,
+    unit: &'a str,
+    caption: String,
+}
+
+/// Draws `series` (with controller-mode `bands` behind them) against time and adds
+/// it to the page as `what`.
+fn time_figure(
+    page: &mut Page,
+    what: TimePlot,
+    series: &[Series],
+    bands: &[Band],
+) -> Result<(), String> {
+    let svg = plot::lines(&what.title, "time (s)", what.unit, series, bands, &[])?;
+    page.figure(&what.id, &what.caption, &svg);
     Ok(())
 }
 
@@ -301,33 +320,20 @@ fn link_section(page: &mut Page, dir: &Path, l: &Value) -> Result<(), String> {
         Series::new("throughput", t, &rate),
         Series::new("link rate", t, &capacity),
     ];
-    let svg = plot::lines(
-        &format!("{name}: queue and drops"),
-        "time (s)",
-        "packets",
-        &queue,
-        &[],
-        &[],
-    )?;
-    page.figure(
-        &id(&["link", name, "queue"]),
-        &format!("{name}: packets waiting, and packets dropped per trace interval"),
-        &svg,
-    );
-    let svg = plot::lines(
-        &format!("{name}: throughput"),
-        "time (s)",
-        "Mbit/s",
-        &throughput,
-        &[],
-        &[],
-    )?;
-    page.figure(
-        &id(&["link", name, "throughput"]),
-        &format!("{name}: bytes transmitted per trace interval, and the link's rate"),
-        &svg,
-    );
-    Ok(())
+    let queue_plot = TimePlot {
+        id: id(&["link", name, "queue"]),
+        title: format!("{name}: queue and drops"),
+        unit: "packets",
+        caption: format!("{name}: packets waiting, and packets dropped per trace interval"),
+    };
+    time_figure(page, queue_plot, &queue, &[])?;
+    let throughput_plot = TimePlot {
+        id: id(&["link", name, "throughput"]),
+        title: format!("{name}: throughput"),
+        unit: "Mbit/s",
+        caption: format!("{name}: bytes transmitted per trace interval, and the link's rate"),
+    };
+    time_figure(page, throughput_plot, &throughput, &[])
 }
 
 fn tunnel_section(page: &mut Page, dir: &Path, t: &Value) -> Result<(), String> {
@@ -358,29 +364,25 @@ fn tunnel_section(page: &mut Page, dir: &Path, t: &Value) -> Result<(), String> 
     if rates.is_empty() {
         return Ok(());
     }
-    let svg = plot::lines(
-        &format!("{name}: received per path"),
-        "time (s)",
-        "Mbit/s",
-        &rates,
-        &[],
-        &[],
-    )?;
-    page.figure(
-        &id(&["tunnel", name, "rates"]),
-        &format!("{name}: carried bytes received at each path's far end per trace interval"),
-        &svg,
-    );
-    let svg = plot::lines(
-        &format!("{name}: latency per path"),
-        "time (s)",
-        "ms",
-        &latency,
-        &[],
-        &[],
-    )?;
-    page.figure(&id(&["tunnel", name, "latency"]), &format!("{name}: mean latency from the tunnel's entry to each path's far end per trace interval"), &svg);
-    Ok(())
+    let rates_plot = TimePlot {
+        id: id(&["tunnel", name, "rates"]),
+        title: format!("{name}: received per path"),
+        unit: "Mbit/s",
+        caption: format!(
+            "{name}: carried bytes received at each path's far end per trace interval"
+        ),
+    };
+    time_figure(page, rates_plot, &rates, &[])?;
+    let latency_plot = TimePlot {
+        id: id(&["tunnel", name, "latency"]),
+        title: format!("{name}: latency per path"),
+        unit: "ms",
+        caption: format!(
+            "{name}: mean latency from the tunnel's entry to each path's far end per trace \
+             interval"
+        ),
+    };
+    time_figure(page, latency_plot, &latency, &[])
 }
 
 /// What became of the packets that entered each direction of tunnel `t` (README "Metrics").
