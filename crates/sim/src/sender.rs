@@ -35,10 +35,14 @@ const PTO_PROBES: u32 = 2;
 /// same time, so no answer of a controller makes one event unbounded.
 const MAX_SENDS_PER_EVENT: u32 = 1024;
 
+/// What became of a sent packet (this sender's and the DCCP sender's records).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
+pub(crate) enum Outcome {
+    /// Neither acknowledged nor declared lost yet.
     Outstanding,
+    /// Acknowledged.
     Acked,
+    /// Declared lost.
     Lost,
 }
 

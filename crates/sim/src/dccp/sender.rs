@@ -15,6 +15,7 @@ use crate::config::{AppConfig, DccpConfig};
 use crate::events::{EventQueue, LazyTimer, Target};
 use crate::hist::Histogram;
 use crate::packet::{Body, Packet, NOT_CARRIED};
+use crate::sender::Outcome;
 use crate::stats::{EventSpan, FlowCounters, LossEpisodes};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::estimators::delivery_rate::DeliveryRateSampler;
@@ -36,13 +37,6 @@ const RTO_INITIAL: Duration = Duration::from_secs(3);
 const RTO_MAX: Duration = Duration::from_secs(64);
 /// Packets one event may send (the reliable sender's bound, for the same reason).
 const MAX_SENDS_PER_EVENT: u32 = 1024;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
-    Outstanding,
-    Acked,
-    Lost,
-}
 
 #[derive(Clone, Copy, Debug)]
 struct Record {
