@@ -126,13 +126,16 @@ fn write_cdf(dir: &Path, name: &str, column: &str, h: &Histogram) -> io::Result<
         return Ok(());
     }
     let path = dir.join(format!("{}.csv", file_name(name)));
-    write_file(&path, |w| {
-        writeln!(w, "{column},fraction")?;
-        for (v, p) in h.cdf() {
-            writeln!(w, "{},{p}", v * 1e-6)?;
-        }
-        Ok(())
-    })
+    write_file(&path, |w| write_cdf_csv(w, column, h))
+}
+
+/// Writes histogram `h` (ns) as CSV with columns `column,fraction`, in ms.
+pub fn write_cdf_csv(mut w: impl Write, column: &str, h: &Histogram) -> io::Result<()> {
+    writeln!(w, "{column},fraction")?;
+    for (v, p) in h.cdf() {
+        writeln!(w, "{},{p}", v * 1e-6)?;
+    }
+    Ok(())
 }
 
 /// Marker files of a kleinrock output directory: only such a directory is ever replaced.

@@ -451,18 +451,12 @@ pub fn parse(
         field: field.to_string(),
         message,
     };
-    let mut root = crate::source::parse_table(text).map_err(|m| err("", m))?;
-    let applied =
-        crate::sweep::apply_overrides(&mut root, overrides).map_err(|(f, m)| err(&f, m))?;
-    let replicates = crate::sweep::take_replicates(&mut root).map_err(|(f, m)| err(&f, m))?;
-    let sweep = match root.get("sweep") {
-        None => None,
-        Some(toml::Value::Table(t)) => Some(t.clone()),
-        Some(_) => return Err(err("sweep", "must be a table of `path = [values]`".into())),
-    };
-    check_overrides(&applied, sweep.as_ref(), replicates.as_ref()).map_err(|(f, m)| err(&f, m))?;
-    let points = expand(&root, sweep.as_ref(), replicates.as_ref(), text.len())
-        .map_err(|(f, m)| err(&f, m))?;
+    let Trees {
+        applied,
+        replicates,
+        is_sweep,
+        points,
+    } = trees(text, overrides).map_err(|(f, m)| err(&f, m))?;
     let mut scenarios = Vec::with_capacity(points.len());
     let mut tables = 0;
     for (point, value) in points {
@@ -494,10 +488,114 @@ pub fn parse(
         name: scenarios
             .first()
             .map_or(default_name.to_string(), |s| s.name.clone()),
-        is_sweep: sweep.is_some(),
+        is_sweep,
         seeds: replicates.map(|r| r.seeds),
         points: scenarios,
     })
+}
+
+/// A scenario file's trees before validation: one per sweep point and seed.
+struct Trees {
+    /// The overrides, as applied.
+    applied: SweepPoint,
+    /// The `[sweep]` table's seeds.
+    replicates: Option<Replicates>,
+    /// Whether the file has a `[sweep]` table.
+    is_sweep: bool,
+    /// Each point's assignments and tree.
+    points: Vec<(SweepPoint, toml::Value)>,
+}
+
+/// Parses `text`, applies `overrides` and expands the `[sweep]` grid.
+fn trees(text: &str, overrides: &[String]) -> FieldResult<Trees> {
+    let mut root = crate::source::parse_table(text).map_err(|m| (String::new(), m))?;
+    let applied = crate::sweep::apply_overrides(&mut root, overrides)?;
+    let replicates = crate::sweep::take_replicates(&mut root)?;
+    let sweep = match root.get("sweep") {
+        None => None,
+        Some(toml::Value::Table(t)) => Some(t.clone()),
+        Some(_) => {
+            return Err((
+                "sweep".into(),
+                "must be a table of `path = [values]`".into(),
+            ))
+        }
+    };
+    check_overrides(&applied, sweep.as_ref(), replicates.as_ref())?;
+    let points = expand(&root, sweep.as_ref(), replicates.as_ref(), text.len())?;
+    Ok(Trees {
+        applied,
+        replicates,
+        is_sweep: sweep.is_some(),
+        points,
+    })
+}
+
+/// One run of a scenario file as a scenario text of its own (the file with the overrides and
+/// the point's assignments applied, its `name` and `seed` written out, no `[sweep]` table), with
+/// what its summary records: what a sweep hands to another thread, process or machine, which
+/// runs it with [`parse_point`] without the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointSpec {
+    /// The point's scenario text (TOML).
+    pub text: String,
+    /// The file it came from, for errors.
+    pub origin: String,
+    /// The sweep assignments of the point.
+    pub point: SweepPoint,
+    /// The `--set` overrides applied to the file.
+    pub overrides: SweepPoint,
+}
+
+/// Validates scenario text as [`parse`] does and returns each of its runs as a [`PointSpec`],
+/// in the order of [`ScenarioSet::points`].
+pub fn point_specs(
+    text: &str,
+    origin: &str,
+    default_name: &str,
+    overrides: &[String],
+) -> Result<Vec<PointSpec>, ScenarioError> {
+    let set = parse(text, origin, default_name, overrides)?;
+    let trees = trees(text, overrides).map_err(|(field, message)| ScenarioError {
+        origin: origin.to_string(),
+        field,
+        message,
+    })?;
+    trees
+        .points
+        .into_iter()
+        .zip(&set.points)
+        .map(|((point, mut tree), scenario)| {
+            if let toml::Value::Table(t) = &mut tree {
+                t.insert("name".into(), toml::Value::String(scenario.name.clone()));
+            }
+            let text = toml::to_string(&tree).map_err(|e| ScenarioError {
+                origin: origin.to_string(),
+                field: String::new(),
+                message: format!("cannot write the point as TOML: {e}"),
+            })?;
+            Ok(PointSpec {
+                text,
+                origin: origin.to_string(),
+                point,
+                overrides: trees.applied.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The scenario of one run from its [`PointSpec`]: equal to the one [`parse`] gives for that
+/// run of the file.
+pub fn parse_point(spec: &PointSpec) -> Result<Scenario, ScenarioError> {
+    let mut set = parse(&spec.text, &spec.origin, "point", &[])?;
+    let mut scenario = set.points.pop().ok_or_else(|| ScenarioError {
+        origin: spec.origin.clone(),
+        field: String::new(),
+        message: "the point's text holds no scenario".into(),
+    })?;
+    scenario.point = spec.point.clone();
+    scenario.overrides = spec.overrides.clone();
+    Ok(scenario)
 }
 
 /// An override may not set what the `[sweep]` table sets: a swept field, or the seed where
