@@ -17,15 +17,28 @@ from ._scenario import Scenario
 
 def _csv_frame(data: bytes) -> pd.DataFrame:
     """A CSV file of the run as a DataFrame; every float exactly as written (empty cells are
-    NaN). pandas 3 parses floats exactly by default; pandas 2 needs to be asked."""
+    NaN; the tests compare each value with the file's text). pandas 3 parses floats exactly
+    by default and deprecates asking; pandas 2 must be asked."""
     if int(pd.__version__.split(".")[0]) < 3:
         return pd.read_csv(io.BytesIO(data), float_precision="round_trip")
     return pd.read_csv(io.BytesIO(data))
 
 
+def tidy(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its missing values as NaN: a column of numbers and None (or of None only,
+    a metric no flow had) is float64, so it has the same type in every frame."""
+    for column in df.columns:
+        values = df[column]
+        if values.dtype == object and all(
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values
+        ):
+            df[column] = values.astype("float64")
+    return df
+
+
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows of nested dicts as a DataFrame, nested fields as ``outer.inner`` columns."""
-    return pd.json_normalize(rows, sep=".") if rows else pd.DataFrame()
+    return tidy(pd.json_normalize(rows, sep=".")) if rows else pd.DataFrame()
 
 
 class RunResult:

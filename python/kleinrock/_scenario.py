@@ -17,9 +17,18 @@ Value = Union[str, int, float, bool, Sequence[Any], Mapping[str, Any]]
 _ACCEPTED = "accepted: a string, number, boolean, list or table (dict) of these"
 
 
-def _plain(value: object, origin: str, field: str) -> Any:
-    """``value`` as plain data, str, bool, int, float, list and dict (numpy scalars and tuples
-    included), or a ScenarioError naming ``field``."""
+#: Deepest nesting of lists and tables in a value (a scenario file allows 32).
+_MAX_DEPTH = 32
+
+
+def _plain(value: object, origin: str, field: str, depth: int = 0) -> Any:
+    """``value`` as plain data, str, bool, int, float, list and dict (tuples, numpy scalars
+    and arrays, pandas Series included), or a ScenarioError naming ``field``."""
+    if depth > _MAX_DEPTH:
+        raise ScenarioError(origin, field, f"nested deeper than {_MAX_DEPTH}; {_ACCEPTED}")
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and not isinstance(value, (str, bytes, Mapping)):
+        value = tolist()
     if isinstance(value, (str, bool)):
         return value
     if isinstance(value, numbers.Integral):
@@ -34,10 +43,10 @@ def _plain(value: object, origin: str, field: str) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise ScenarioError(origin, field, f"key {k!r} is not a string; {_ACCEPTED}")
-            out[k] = _plain(v, origin, f"{field}.{k}" if field else k)
+            out[k] = _plain(v, origin, f"{field}.{k}" if field else k, depth + 1)
         return out
     if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        return [_plain(v, origin, f"{field}[{i}]") for i, v in enumerate(value)]
+        return [_plain(v, origin, f"{field}[{i}]", depth + 1) for i, v in enumerate(value)]
     kind = "None" if value is None else type(value).__name__
     raise ScenarioError(origin, field, f"{kind} has no TOML form; {_ACCEPTED}")
 
@@ -99,6 +108,8 @@ class Scenario:
         validated at once: a bad path or value raises :class:`ScenarioError` naming the field
         and leaves the scenario as it was.
         """
+        if "=" in path:
+            raise ScenarioError(self._origin, path, "a path has no `=`; give the value apart")
         plain = _plain(value, self._origin, path)
         literal = _native.toml_literal(plain)
         overrides = [*self._overrides, f"{path}={literal}"]
@@ -114,7 +125,9 @@ class Scenario:
         written in and no ``[sweep]`` table; e.g. to run one point of a sweep with traces."""
         return [
             Scenario(text, f"{origin} (run {i} of {self._runs})", self._name)
-            for i, (text, origin, _point, _overrides) in enumerate(_native.points(*self._args()))
+            for i, (text, origin, _point, _overrides) in enumerate(
+                _native.points(*self._args()), start=1
+            )
         ]
 
     def copy(self) -> Scenario:

@@ -3,20 +3,24 @@ Dask cluster, with an optional cache that lets an interrupted sweep resume."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
 import sys
+import tempfile
+import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Union
 
 import pandas as pd
 
 from . import _native
+from ._result import tidy
 from ._scenario import Scenario, Value
 
 if TYPE_CHECKING:
@@ -29,15 +33,16 @@ Progress = Callable[[int, int], None]
 Spec = tuple[str, str, list[tuple[str, str]], list[tuple[str, str]]]
 
 
-def _run_spec(spec: Spec) -> str:
-    """One run's summary as JSON: a pure function of the point's text, what a worker runs."""
-    return _native.run_point(*spec)
+def _run_spec(spec: Spec) -> tuple[str, str]:
+    """One run's summary as JSON, a pure function of the point's text: what a worker runs.
+    Returned with the worker's build fingerprint, which must be the caller's."""
+    return _fingerprint(), _native.run_point(*spec)
 
 
 @functools.lru_cache(maxsize=1)
 def _fingerprint() -> str:
     """The version and the native module's own bytes: a rebuilt simulator never reads
-    results cached by another build."""
+    results cached by another build, nor mixes results with another build's workers."""
     digest = hashlib.sha256(_native.__version__.encode())
     with open(_native.__file__, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -46,9 +51,11 @@ def _fingerprint() -> str:
 
 
 def _key(spec: Spec) -> str:
-    """The cache key of a run: its scenario text, sweep point and overrides, and the build."""
-    text, _origin, point, overrides = spec
-    content = json.dumps([_fingerprint(), text, point, overrides])
+    """The cache key of a run: its scenario text (which fixes the run) and sweep point (which
+    labels it), and the build. Not the overrides that made the grid, so a grid extended by an
+    axis value or a seed finds the runs it shares with the earlier one."""
+    text, _origin, point, _overrides = spec
+    content = json.dumps([_fingerprint(), text, point])
     return hashlib.sha256(content.encode()).hexdigest()
 
 
@@ -73,13 +80,21 @@ class _Cache:
             return None
 
     def put(self, key: str, summary: str) -> None:
+        """Keeps a summary, written whole or not at all; the cache only saves work, so a
+        failure to write it is a warning, not an error."""
         if self.dir is None:
             return
-        path = os.path.join(self.dir, f"{key}.json")
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(summary)
-        os.replace(tmp, path)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{key}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(summary)
+                os.replace(tmp, os.path.join(self.dir, f"{key}.json"))
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as e:
+            warnings.warn(f"kleinrock.sweep: cannot cache a run in {self.dir}: {e}", stacklevel=2)
 
 
 def _stderr_progress(done: int, total: int) -> None:
@@ -97,18 +112,25 @@ def _progress_of(progress: bool | Progress | None) -> Progress | None:
     return progress
 
 
-def _local(todo: dict[str, Spec], cache: _Cache) -> Iterator[tuple[str, str]]:
-    """Runs ``todo`` on threads, one per core, each run in Rust with the GIL released; each
-    summary is cached as soon as it exists. Yields (key, summary) as runs finish. Stopping
-    early (an exception, Ctrl-C) cancels the runs not started and lets those under way finish
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _local(todo: dict[str, Spec], cache: _Cache, workers: int) -> Generator[tuple[str, str], None, None]:
+    """Runs ``todo`` on ``workers`` threads, each run in Rust with the GIL released; each
+    summary is cached as soon as it exists. Yields (key, summary) as runs finish. Closed early
+    (an exception, Ctrl-C), it cancels the runs not started and waits for those under way
     (a run cannot be stopped half way), so the cache is complete when the exception arrives."""
 
     def compute(key: str, spec: Spec) -> str:
-        summary = _run_spec(spec)
+        summary = _native.run_point(*spec)
         cache.put(key, summary)
         return summary
 
-    pool = ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1)))
+    pool = ThreadPoolExecutor(max_workers=max(1, min(len(todo), workers)))
     try:
         pending: dict[Future[str], str] = {
             pool.submit(compute, key, spec): key for key, spec in todo.items()
@@ -121,34 +143,52 @@ def _local(todo: dict[str, Spec], cache: _Cache) -> Iterator[tuple[str, str]]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _dask(todo: dict[str, Spec], cache: _Cache, client: Client) -> Iterator[tuple[str, str]]:
+def _dask(todo: dict[str, Spec], cache: _Cache, client: Client) -> Generator[tuple[str, str], None, None]:
     """Runs ``todo`` on a Dask cluster, one task per run (under a key of its own, so nothing
     is taken from an earlier sweep's tasks). A worker lost in the middle is survived: the
-    scheduler recomputes its tasks elsewhere (the runs are pure)."""
+    scheduler recomputes its tasks elsewhere (the runs are pure). Closed early, it caches the
+    runs that had finished and cancels the others."""
     from distributed import as_completed
 
     futures = [client.submit(_run_spec, spec, pure=False) for spec in todo.values()]
     keys = {future.key: key for future, key in zip(futures, todo)}
+    delivered: set[str] = set()
     try:
         for future in as_completed(futures):
-            summary: str = future.result()
-            key = keys[future.key]
+            key, summary = keys[future.key], _checked(future.result())
             cache.put(key, summary)
+            delivered.add(key)
             yield key, summary
     finally:
+        for future in futures:
+            key = keys[future.key]
+            if future.status == "finished" and key not in delivered:
+                cache.put(key, _checked(future.result()))
         client.cancel(futures)
 
 
+def _checked(result: tuple[str, str]) -> str:
+    """A worker's summary, refused if the worker runs another build than this process."""
+    fingerprint, summary = result
+    if fingerprint != _fingerprint():
+        raise RuntimeError(
+            "a Dask worker runs another build of kleinrock than this process (version or "
+            f"native library differ; this one is {_native.__version__}): install the same "
+            "package on every worker"
+        )
+    return summary
+
+
 def _typed(text: str) -> Any:
-    """A swept value's text as the value: an integer, a float, a boolean or the text."""
+    """A swept value's text as the value: an integer, a float (written with digits), a
+    boolean, or the text (`"2bdp"`, `"cubic"`, a table)."""
     if re.fullmatch(r"[+-]?\d+", text):
         return int(text)
+    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", text):
+        return float(text)
     if text in ("true", "false"):
         return text == "true"
-    try:
-        return float(text)
-    except ValueError:
-        return text
+    return text
 
 
 def _rows(summaries: list[dict[str, Any]], seeds_per_point: int) -> pd.DataFrame:
@@ -168,59 +208,72 @@ def _rows(summaries: list[dict[str, Any]], seeds_per_point: int) -> pd.DataFrame
         for n, (column, value) in enumerate(head.items()):
             flows.insert(n, column, [value] * len(flows))
         frames.append(flows)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return tidy(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
 
 
 def sweep(
     scenario: Scenario,
     grid: Mapping[str, Sequence[Value]] | None = None,
-    seeds: Sequence[int] | None = None,
+    seeds: Iterable[int] | None = None,
     client: Client | None = None,
     cache: str | os.PathLike[str] | None = None,
     progress: bool | Progress | None = None,
+    workers: int | None = None,
 ) -> pd.DataFrame:
     """Runs every point of the scenario's ``[sweep]`` grid, once per seed, and returns one
     DataFrame with a row per (point, seed, flow).
 
     - ``grid``: ``{path: [values]}`` axes added to the scenario's own grid (an axis it already
-      has is replaced), the paths of ``--set``: ``{"flows.0.cc": ["cubic", "bbr"]}``.
-    - ``seeds``: run every point once per seed (the ``[sweep]`` table's ``seeds``).
+      has, spelled the same, is replaced), the paths of ``--set``:
+      ``{"flows.0.cc": ["cubic", "bbr"]}``.
+    - ``seeds``: run every point once per seed (the ``[sweep]`` table's ``seeds``). A file
+      whose table gives ``replicates`` refuses ``seeds``; change their number with
+      ``scenario.set("sweep.replicates", n)``.
     - ``client``: a ``dask.distributed.Client``: one task per run on its cluster; without it
-      the runs share this machine's cores, each in Rust with the GIL released. Runs are pure
-      functions of (scenario, seed): the DataFrame is the same wherever they ran.
+      the runs share this machine's cores (``workers`` threads, default one per core), each
+      in Rust with the GIL released. Runs are pure functions of (scenario, seed): the
+      DataFrame is the same wherever they ran.
     - ``cache``: a directory keeping each finished run, keyed by its content and the build;
-      a sweep rerun with it (after an interruption, say) computes only the missing runs.
+      a sweep rerun with it (after an interruption, say, or with more seeds) computes only
+      the runs it does not hold.
     - ``progress``: ``True`` prints ``runs done/total`` on standard error, ``False`` nothing,
       a function is called with (done, total); by default it prints only to a terminal.
 
     Columns: ``point`` (the grid point's index), each swept path with its value, ``seed``,
     ``flow``, ``cc`` and the flow's metrics (as in ``summary.json``), ``<link>.<metric>`` for
-    each link, and ``jain_index``. ``df.attrs`` holds ``runs``, ``computed`` and ``cached``.
-    Bad input raises :class:`ScenarioError` naming the field.
+    each link, and ``jain_index``; a missing value is NaN. ``df.attrs`` holds ``runs``,
+    ``computed`` (distinct runs simulated) and ``cached`` (runs read from the cache).
+    Bad input raises :class:`ScenarioError` naming the field. Ctrl-C (or an exception from
+    ``progress``) stops the sweep once the runs under way have finished, and they are cached.
     """
     s = scenario.copy()
     for path, values in (grid or {}).items():
         s.set(f'sweep."{path}"', values)
     if seeds is not None:
-        s.set("sweep.seeds", list(seeds))
+        seeds = list(seeds)
+        s.set("sweep.seeds", seeds)
     specs = _native.points(*s._args())
     keys = [_key(spec) for spec in specs]
     store = _Cache(cache)
     found = {k: text for k in set(keys) if (text := store.get(k)) is not None}
+    cached = sum(1 for k in keys if k in found)
     todo = {k: spec for k, spec in zip(keys, specs) if k not in found}
     report = _progress_of(progress)
     copies = Counter(keys)
-    done = sum(n for k, n in copies.items() if k in found)
+    done = cached
     if report is not None:
         report(done, len(keys))
-    runs = _local(todo, store) if client is None else _dask(todo, store, client)
-    for key, summary in runs:
-        found[key] = summary
-        done += copies[key]
-        if report is not None:
-            report(done, len(keys))
+    if client is None:
+        runs = _local(todo, store, workers or _cores())
+    else:
+        runs = _dask(todo, store, client)
+    with contextlib.closing(runs):
+        for key, summary in runs:
+            found[key] = summary
+            done += copies[key]
+            if report is not None:
+                report(done, len(keys))
     summaries = [json.loads(found[k]) for k in keys]
     df = _rows(summaries, len(s.seeds or [0]))
-    df.attrs.update({"runs": len(keys), "computed": len(todo), "cached": len(keys) - len(todo)})
+    df.attrs.update({"runs": len(keys), "computed": len(todo), "cached": cached})
     return df
-

@@ -5,13 +5,16 @@
 
 use kleinrock_lab::runner::{check_output_dir, write_atomically, write_cdf_csv, write_run};
 use kleinrock_lab::runner::{run as run_scenario, RunOutput};
-use kleinrock_lab::scenario::{parse, parse_point, point_specs, PointSpec, ScenarioError};
+use kleinrock_lab::scenario::{
+    parse, parse_point, point_specs, PointSpec, Scenario, ScenarioError,
+};
 use kleinrock_lab::sweep::SweepPoint;
 use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::trace::Series;
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 
 /// The Python `kleinrock.ScenarioError` for a scenario that could not be loaded.
@@ -125,8 +128,24 @@ fn run(
         return Err(scenario_error(py, e));
     }
     let scenario = set.points.remove(0);
-    let out = py.detach(|| run_scenario(&scenario));
+    let out = py.detach(|| simulate(&scenario))?;
     Ok(Run { out })
+}
+
+/// Runs `scenario`; a panic in the simulator (a bug) becomes a `RuntimeError` naming the
+/// scenario and seed, never an abort or a `BaseException`.
+fn simulate(scenario: &Scenario) -> PyResult<RunOutput> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| run_scenario(scenario))).map_err(|panic| {
+        let what = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        PyRuntimeError::new_err(format!(
+            "the simulator failed on scenario {:?} (seed {}, point {:?}): {what}; please report it",
+            scenario.name, scenario.seed, scenario.point
+        ))
+    })
 }
 
 /// Every run of scenario text (each sweep point once per seed) as `(text, origin, point,
@@ -165,7 +184,7 @@ fn run_point(
         overrides,
     };
     let scenario = parse_point(&spec).map_err(|e| scenario_error(py, e))?;
-    let out = py.detach(|| run_scenario(&scenario));
+    let out = py.detach(|| simulate(&scenario))?;
     serde_json::to_string(&out.summary).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 

@@ -3,10 +3,12 @@ message, and leaves the scenario as it was; nothing else escapes, nothing crashe
 
 from __future__ import annotations
 
+import pickle
 import random
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import kleinrock
@@ -102,9 +104,39 @@ VALUES: list[Any] = ["", "0", "-1s", "1e999Mbps", "bbr", "fq", -1, 0, 2**63, 1e3
 
 def test_random_bad_input_only_ever_raises_scenario_error() -> None:
     rng = random.Random(7)
+    accepted = 0
     for _ in range(400):
         scenario = kleinrock.load(REVERSE)
         try:
             scenario.set(rng.choice(PATHS), rng.choice(VALUES))
+            scenario.set("warmup", "0s").set("duration", "1s")
         except ScenarioError as e:
             assert e.origin and str(e)
+            continue
+        accepted += 1
+        if scenario.is_sweep:
+            kleinrock.sweep(scenario, progress=False)
+        else:
+            kleinrock.run(scenario)
+    assert accepted >= 10, "some changes are valid, and those run"
+
+
+def test_numpy_and_pandas_values_are_plain_values() -> None:
+    import numpy as np
+
+    scenario = kleinrock.load(REVERSE).set("flows.0.params", {"beta": np.float64(0.6)})
+    window: Any = np.int64(100_000)
+    losses: Any = np.array([0.0, 0.01])
+    scenario.set("flows.0.max_in_flight", window)
+    df = kleinrock.sweep(scenario, grid={"links.0.loss": losses}, seeds=pd.Series([1, 2]),
+                         progress=False)
+    assert list(df["links.0.loss"].unique()) == [0.0, 0.01]
+    with pytest.raises(ScenarioError, match="has no `=`"):
+        scenario.set("name=x", 1)
+
+
+def test_the_error_survives_pickling() -> None:
+    error = ScenarioError("f.toml", "flows[0].cc", "unknown")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.origin, copy.field, copy.message, str(copy)) == (
+        "f.toml", "flows[0].cc", "unknown", str(error))

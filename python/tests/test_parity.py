@@ -17,6 +17,7 @@ from conftest import SCENARIOS, cli
 # One scenario of each paper, small enough for the test suite.
 SINGLE_RUNS = ["bbr/fig5_bandwidth_step.toml", "siad/fig6_route_change.toml"]
 SWEEPS = [
+    "examples/buffer_replicates.toml",
     "quic-dc/table3_1bdp.toml",
     "fq-detect/fig2_3_single.toml",
     "ccid5/fig7_tcp_multipath.toml",
@@ -58,11 +59,13 @@ def test_run_matches_the_command_line(name: str) -> None:
             assert same(result.links.iloc[i][column], value), (name, link["name"], column)
 
 
-def check_sweep_rows(df: pd.DataFrame, runs: list[dict[str, Any]]) -> None:
-    """Every (run, flow) row of ``df`` holds exactly the CLI summary's numbers."""
-    rows = [(r, f) for r in runs for f in r["flows"]]
+def check_sweep_rows(df: pd.DataFrame, runs: list[dict[str, Any]], per_point: int = 1) -> None:
+    """Every (run, flow) row of ``df`` holds exactly the CLI summary's numbers, and the index
+    of its grid point (``per_point`` runs, one per seed, make a point)."""
+    rows = [(i, r, f) for i, r in enumerate(runs) for f in r["flows"]]
     assert len(df) == len(rows)
-    for (run, flow), (_, row) in zip(rows, df.iterrows()):
+    for (i, run, flow), (_, row) in zip(rows, df.iterrows()):
+        assert row["point"] == i // per_point
         assert row["seed"] == run["seed"]
         assert row["flow"] == flow["name"]
         assert same(row["jain_index"], run["jain_index"])
@@ -84,7 +87,8 @@ def test_sweep_matches_the_command_line(name: str) -> None:
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     runs = report["runs"] if isinstance(report, dict) else report
-    check_sweep_rows(kleinrock.sweep(kleinrock.load(path), progress=False), runs)
+    per_point = len(report["seeds"]) if isinstance(report, dict) else 1
+    check_sweep_rows(kleinrock.sweep(kleinrock.load(path), progress=False), runs, per_point)
 
 
 def test_demo_matches_the_command_line() -> None:

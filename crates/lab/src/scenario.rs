@@ -532,7 +532,8 @@ fn trees(text: &str, overrides: &[String]) -> FieldResult<Trees> {
 }
 
 /// One run of a scenario file as a scenario text of its own (the file with the overrides and
-/// the point's assignments applied, its `name` and `seed` written out, no `[sweep]` table), with
+/// the point's assignments applied, its `name` written out, and its `seed` where the `[sweep]`
+/// table gives seeds; no `[sweep]` table), with
 /// what its summary records: what a sweep hands to another thread, process or machine, which
 /// runs it with [`parse_point`] without the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -598,8 +599,8 @@ pub fn parse_point(spec: &PointSpec) -> Result<Scenario, ScenarioError> {
     Ok(scenario)
 }
 
-/// An override may not set what the `[sweep]` table sets: a swept field, or the seed where
-/// the table lists `seeds`.
+/// An override may not set what the `[sweep]` table sets: a swept field (in any spelling, or
+/// inside a swept table that sets it), or the seed where the table lists `seeds`.
 fn check_overrides(
     applied: &SweepPoint,
     sweep: Option<&toml::Table>,
@@ -607,7 +608,11 @@ fn check_overrides(
 ) -> FieldResult<()> {
     let listed_seeds = replicates.is_some_and(|r| r.key == "seeds");
     for (path, _) in applied {
-        if sweep.is_some_and(|s| s.contains_key(path)) {
+        let swept = |s: &toml::Table| {
+            s.iter()
+                .any(|(axis, values)| crate::sweep::overlaps(path, axis, values))
+        };
+        if sweep.is_some_and(swept) {
             let message = format!(
                 "this field is swept by the file's [sweep] grid; change the grid instead, \
                  e.g. --set 'sweep.\"{path}\"=[...]'"

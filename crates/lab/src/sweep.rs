@@ -78,6 +78,59 @@ fn parse_path(path: &str) -> Result<Vec<Step>, String> {
     Ok(steps)
 }
 
+/// `path` in one spelling, `flows.0.cc` for `flows[0].cc` too, as its steps; `None` for a
+/// path that does not parse (its use reports that).
+fn canonical(path: &str) -> Option<Vec<String>> {
+    let steps = parse_path(path).ok()?;
+    Some(
+        steps
+            .into_iter()
+            .map(|s| match s {
+                Step::Key(k) => k,
+                Step::Index(i) => i.to_string(),
+            })
+            .collect(),
+    )
+}
+
+/// Whether setting `inner` and sweeping `outer` over `values` (its axis, a list) reach the
+/// same field, whatever their spelling (`flows[0].cc` is `flows.0.cc`): `inner` is `outer`, or
+/// lies inside it and one of the axis' tables (which merge into the field) holds it.
+pub fn overlaps(inner: &str, outer: &str, values: &Value) -> bool {
+    let (Some(inner), Some(outer)) = (canonical(inner), canonical(outer)) else {
+        return false;
+    };
+    let Some(rest) = inner.strip_prefix(outer.as_slice()) else {
+        return false;
+    };
+    let holds = |v: &Value| {
+        rest.iter()
+            .try_fold(v, |v, step| match v {
+                Value::Table(t) => t.get(step),
+                Value::Array(a) => step.parse::<usize>().ok().and_then(|i| a.get(i)),
+                _ => None,
+            })
+            .is_some()
+    };
+    rest.is_empty() || values.as_array().is_some_and(|a| a.iter().any(holds))
+}
+
+/// Refuses two axes of a grid that reach the same field (see [`overlaps`]): a row would then
+/// name a value its run did not use.
+fn check_axes(sweep: &Table) -> Result<(), (String, String)> {
+    for (a, a_values) in sweep {
+        for (b, b_values) in sweep {
+            if a != b && (overlaps(a, b, b_values) || overlaps(b, a, a_values)) {
+                let message = format!(
+                    "sets a field the axis `{b}` sets too; accepted: axes on distinct fields"
+                );
+                return Err((format!("sweep.\"{a}\""), message));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Sets `path` in `root` to `value`, creating missing tables (never missing array entries).
 pub fn set_path(root: &mut Table, path: &str, value: Value) -> Result<(), String> {
     let steps = parse_path(path)?;
@@ -358,6 +411,9 @@ pub fn expand(
     text_bytes: usize,
 ) -> Result<Vec<(SweepPoint, Value)>, (String, String)> {
     check_grid_size(root, sweep, replicates, text_bytes)?;
+    if let Some(sweep) = sweep {
+        check_axes(sweep)?;
+    }
     let mut base = root.clone();
     base.remove("sweep");
     let mut points: Vec<(SweepPoint, Table)> = vec![(Vec::new(), base)];

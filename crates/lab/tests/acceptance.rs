@@ -195,6 +195,43 @@ fn sweep_expands_every_point_and_overrides_apply() {
     assert!(set.points.iter().all(|p| !p.point.is_empty()));
 }
 
+/// A field is swept by one axis and set by nothing else, whatever the spelling: otherwise a
+/// row would name a value its run did not use.
+#[test]
+fn a_swept_field_is_set_once_in_any_spelling() {
+    let base = dumbbell("newreno", "10Mbps", "25ms", "1bdp", "5s");
+    let text = format!("{base}\n[sweep]\n\"flows.0.cc\" = [\"newreno\", \"cubic\"]\n");
+    let e = parse(&text, "<t>", "t", &["flows[0].cc=bbr".into()]).unwrap_err();
+    assert_eq!(e.field, "--set flows[0].cc");
+    let e = parse(
+        &text,
+        "<t>",
+        "t",
+        &["sweep.\"flows[0].cc\"=[\"bbr\"]".into()],
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "sweep.\"flows.0.cc\"");
+    assert!(
+        e.message.contains("the axis `flows[0].cc`"),
+        "{}",
+        e.message
+    );
+    let nested = format!(
+        "{base}\n[sweep]\n\"flows.0\" = [{{ cc = \"bbr\" }}]\n\"flows.0.cc\" = [\"cubic\"]\n"
+    );
+    assert!(parse(&nested, "<t>", "t", &[]).is_err());
+    let beside = nested.replace("{ cc = \"bbr\" }", "{ name = \"x\" }");
+    assert_eq!(parse(&beside, "<t>", "t", &[]).unwrap().points.len(), 1);
+    let e = parse(
+        &nested.replace("\"flows.0.cc\" = [\"cubic\"]\n", ""),
+        "<t>",
+        "t",
+        &["flows.0.cc=cubic".into()],
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "--set flows.0.cc");
+}
+
 #[test]
 fn a_stopped_flow_never_exceeds_the_link() {
     // Bytes in flight at the stop still arrive; the active time runs until they do.
