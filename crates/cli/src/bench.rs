@@ -1,6 +1,10 @@
 //! `kleinrock bench`: simulated bottleneck packets per wall second for the reference
 //! workloads of the design: (a) one Cubic flow, 100 Mbps, 100 ms RTT, 1 BDP; (b) ten Cubic
-//! flows, 100 Mbps, 10 ms RTT, 1 BDP.
+//! flows, 100 Mbps, 10 ms RTT, 1 BDP; and how cost grows with flows: (c) 1000 and (d) 10 000
+//! Cubic flows, 1 Gbps, 20 ms RTT, 1 BDP, 10 s. Each row gives events per bottleneck packet
+//! and the peak memory the run allocated per flow (counted in a second run, so counting costs
+//! the timed one nothing); `--compare-htsim BIN` runs htsim's (a) and (b) in the same
+//! invocation and prints the ratios.
 //!
 //! `kleinrock bench --emulator` measures the userspace bottleneck emulator instead
 //! (`kleinrock_quic::emulator`, a UDP relay on loopback). Each step starts a fresh emulator
@@ -33,6 +37,7 @@
 //!    "model Mbps" the rate at which the link model released datagrams. The answer is the
 //!    highest link rate whose step was valid with the sink within 3 % of the link rate.
 
+use crate::alloc;
 use kleinrock_cc::Rate;
 use kleinrock_lab::dumbbell::Dumbbell;
 use kleinrock_lab::runner;
@@ -40,33 +45,129 @@ use kleinrock_lab::scenario::parse;
 use kleinrock_quic::emulator::{self, wire_bytes, EmulatorConfig, EmulatorStats};
 use kleinrock_sim::{BufferLimit, LinkConfig};
 use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-fn workload(flows: u32, one_way_ms: u32, seconds: f64) -> String {
-    let one_way = format!("{one_way_ms}ms");
-    Dumbbell {
-        name: format!("bench-{flows}x-{}ms", 2 * one_way_ms),
-        count: Some(flows),
-        stagger: Some("10ms".into()),
-        ..Dumbbell::new("cubic", "100Mbps", &one_way, "1bdp", &format!("{seconds}s"))
+/// One simulator workload: `flows` Cubic flows through one bottleneck of `rate` with a
+/// `one_way_ms` delay each way and a 1 BDP buffer, starting `stagger` apart.
+struct Workload {
+    label: &'static str,
+    flows: u32,
+    rate: &'static str,
+    one_way_ms: u32,
+    stagger: &'static str,
+    seconds: f64,
+    /// The same workload as arguments of the htsim anchor's `dumbbell_main` (`-dur_s` added).
+    htsim: Option<&'static [&'static str]>,
+}
+
+impl Workload {
+    fn scenario_text(&self) -> String {
+        let one_way = format!("{}ms", self.one_way_ms);
+        Dumbbell {
+            name: format!("bench-{}x-{}ms", self.flows, 2 * self.one_way_ms),
+            count: Some(self.flows),
+            stagger: Some(self.stagger.into()),
+            ..Dumbbell::new(
+                "cubic",
+                self.rate,
+                &one_way,
+                "1bdp",
+                &format!("{}s", self.seconds),
+            )
+        }
+        .to_toml()
     }
-    .to_toml()
+}
+
+/// Simulated seconds of the many-flow workloads (c) and (d), at most.
+const MANY_FLOWS_SECONDS: f64 = 10.0;
+
+/// The reference workloads of the design, (a) and (b) for `seconds`, and the many-flow ones
+/// that show how cost grows with the number of flows.
+fn workloads(seconds: f64) -> [Workload; 4] {
+    let many = seconds.min(MANY_FLOWS_SECONDS);
+    [
+        Workload {
+            label: "(a) 1 Cubic, 100 Mbps, 100 ms, 1 BDP",
+            flows: 1,
+            rate: "100Mbps",
+            one_way_ms: 50,
+            stagger: "10ms",
+            seconds,
+            htsim: Some(&[
+                "-flows",
+                "1",
+                "-rate_mbps",
+                "100",
+                "-rtt_ms",
+                "100",
+                "-buf_pkts",
+                "833",
+                "-ssthresh_pkts",
+                "833",
+            ]),
+        },
+        Workload {
+            label: "(b) 10 Cubic, 100 Mbps, 10 ms, 1 BDP",
+            flows: 10,
+            rate: "100Mbps",
+            one_way_ms: 5,
+            stagger: "10ms",
+            seconds,
+            htsim: Some(&[
+                "-flows",
+                "10",
+                "-rate_mbps",
+                "100",
+                "-rtt_ms",
+                "10",
+                "-buf_pkts",
+                "83",
+                "-ssthresh_pkts",
+                "0",
+            ]),
+        },
+        Workload {
+            label: "(c) 1000 Cubic, 1 Gbps, 20 ms, 1 BDP",
+            flows: 1000,
+            rate: "1Gbps",
+            one_way_ms: 10,
+            stagger: "1ms",
+            seconds: many,
+            htsim: None,
+        },
+        Workload {
+            label: "(d) 10000 Cubic, 1 Gbps, 20 ms, 1 BDP",
+            flows: 10_000,
+            rate: "1Gbps",
+            one_way_ms: 10,
+            stagger: "100us",
+            seconds: many,
+            htsim: None,
+        },
+    ]
 }
 
 /// Arguments of `kleinrock bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Simulated seconds per workload (default 60); with --emulator, wall seconds per step
-    /// (default 2; the emulator benchmark has 21 steps).
+    /// Simulated seconds of workloads (a) and (b) (default 60; (c) and (d) simulate at most
+    /// 10); with --emulator, wall seconds per step (default 2; the emulator benchmark has 21
+    /// steps).
     #[arg(long)]
     seconds: Option<f64>,
     /// Measure the userspace bottleneck emulator (forwarding capacity and highest valid link
     /// rate on loopback) instead of the simulator.
     #[arg(long)]
     emulator: bool,
+    /// Also run htsim's (a) and (b) with this binary (the anchor's `dumbbell_main` built
+    /// against htsim), each right after ours, and print the speed ratios.
+    #[arg(long, value_name = "BIN", conflicts_with = "emulator")]
+    compare_htsim: Option<PathBuf>,
 }
 
 /// Runs the simulator workloads, or with `--emulator` the emulator benchmark.
@@ -82,35 +183,111 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     if args.emulator {
         run_emulator(Duration::from_secs_f64(seconds))
     } else {
-        run_simulator(seconds)
+        run_simulator(seconds, args.compare_htsim.as_deref())
     }
 }
 
-/// Runs both simulator workloads and prints their speed.
-fn run_simulator(seconds: f64) -> Result<(), String> {
+/// What one simulator run measured.
+struct Speed {
+    packets: u64,
+    events: u64,
+    wall: f64,
+}
+
+impl Speed {
+    fn packets_per_second(&self) -> f64 {
+        self.packets as f64 / self.wall
+    }
+
+    fn events_per_packet(&self) -> f64 {
+        self.events as f64 / self.packets.max(1) as f64
+    }
+}
+
+/// Runs every workload and prints its speed, events per packet and memory per flow; with
+/// `htsim`, runs htsim's version of (a) and (b) right after ours and prints the ratios.
+fn run_simulator(seconds: f64, htsim: Option<&Path>) -> Result<(), String> {
     crate::emit(&format!(
-        "{:<34} {:>12} {:>12} {:>10} {:>14} {:>10}\n",
-        "workload", "bottleneck", "events", "wall s", "pkts/wall s", "sim x"
+        "{:<38} {:>10} {:>10} {:>7} {:>8} {:>12} {:>8} {:>9}\n",
+        "workload", "bottleneck", "events", "ev/pkt", "wall s", "pkts/wall s", "sim x", "KB/flow"
     ));
-    for (label, flows, one_way) in [
-        ("(a) 1 Cubic, 100 Mbps, 100 ms, 1 BDP", 1, 50),
-        ("(b) 10 Cubic, 100 Mbps, 10 ms, 1 BDP", 10, 5),
-    ] {
-        let text = workload(flows, one_way, seconds);
+    let mut ratios = Vec::new();
+    for w in workloads(seconds) {
+        let text = w.scenario_text();
         let set = parse(&text, "<bench>", "bench", &[]).map_err(|e| e.to_string())?;
         let scenario = &set.points[0];
         let start = Instant::now();
         let out = runner::run(scenario);
         let wall = start.elapsed().as_secs_f64();
-        let packets = out.result.links[0].counters.packets_transmitted;
+        let (_, peak) = alloc::counting(|| runner::run(scenario));
+        let per_flow_kb = peak as f64 / f64::from(w.flows) / 1e3;
+        let ours = Speed {
+            packets: out.result.links[0].counters.packets_transmitted,
+            events: out.result.events,
+            wall,
+        };
         crate::emit(&format!(
-            "{label:<34} {packets:>12} {:>12} {wall:>10.3} {:>14.0} {:>10.1}\n",
-            out.result.events,
-            packets as f64 / wall,
-            seconds / wall
+            "{:<38} {:>10} {:>10} {:>7.2} {wall:>8.3} {:>12.0} {:>8.1} {per_flow_kb:>9.1}\n",
+            w.label,
+            ours.packets,
+            ours.events,
+            ours.events_per_packet(),
+            ours.packets_per_second(),
+            w.seconds / wall
         ));
+        if let (Some(bin), Some(args)) = (htsim, w.htsim) {
+            ratios.push((w.label, ours, run_htsim(bin, args, w.seconds)?));
+        }
+    }
+    if !ratios.is_empty() {
+        print_ratios(&ratios);
     }
     Ok(())
+}
+
+/// Runs the htsim anchor's dumbbell for `seconds` and reads its JSON line.
+fn run_htsim(bin: &Path, args: &[&str], seconds: f64) -> Result<Speed, String> {
+    let output = std::process::Command::new(bin)
+        .args(args)
+        .args(["-dur_s", &seconds.to_string()])
+        .output()
+        .map_err(|e| format!("--compare-htsim {}: cannot run it: {e}", bin.display()))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .rfind(|l| l.starts_with('{'))
+        .ok_or_else(|| format!("--compare-htsim {}: printed no JSON line", bin.display()))?;
+    let json: serde_json::Value = serde_json::from_str(line)
+        .map_err(|e| format!("--compare-htsim {}: {e} in {line}", bin.display()))?;
+    let field = |k: &str| {
+        json[k]
+            .as_f64()
+            .ok_or_else(|| format!("--compare-htsim {}: no `{k}` in {line}", bin.display()))
+    };
+    Ok(Speed {
+        packets: field("bn_fwd_pkts")? as u64,
+        events: field("events")? as u64,
+        wall: field("wall_run_s")?,
+    })
+}
+
+/// Ours against htsim: bottleneck packets per wall second and events per packet.
+fn print_ratios(ratios: &[(&str, Speed, Speed)]) {
+    crate::emit(&format!(
+        "\n{:<38} {:>12} {:>12} {:>7} {:>10} {:>10}\n",
+        "against htsim", "ours pkts/s", "htsim pkts/s", "ratio", "ours ev/p", "htsim ev/p"
+    ));
+    for (label, ours, theirs) in ratios {
+        crate::emit(&format!(
+            "{label:<38} {:>12.0} {:>12.0} {:>7.2} {:>10.2} {:>10.2}\n",
+            ours.packets_per_second(),
+            theirs.packets_per_second(),
+            ours.packets_per_second() / theirs.packets_per_second(),
+            ours.events_per_packet(),
+            theirs.events_per_packet()
+        ));
+    }
+    crate::emit("ratio: our bottleneck packets per wall second over htsim's (1.0 = as fast)\n");
 }
 
 /// Offered packet rates of the capacity steps; `None` is "as fast as the source can".

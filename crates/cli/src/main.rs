@@ -2,6 +2,7 @@
 //! the built-in demo, reproduce a paper, measure the simulator's speed, and run the real QUIC
 //! datapath (transfer, serve, send, emulate).
 
+mod alloc;
 mod bench;
 mod emulate;
 mod live;
@@ -20,6 +21,10 @@ use kleinrock_lab::DEMO_SCENARIO;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// Counts allocated bytes (`kleinrock bench` reports memory per flow from it).
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 #[derive(Parser)]
 #[command(

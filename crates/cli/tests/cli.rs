@@ -423,3 +423,32 @@ fn report_refuses_a_directory_that_is_not_an_output_and_a_damaged_summary() {
     assert!(!dir.join("report.html").exists(), "nothing is written");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `kleinrock bench` runs the four workloads, each with its events per packet and memory per
+/// flow; `--compare-htsim` with a binary that is not there fails naming it, with status 2.
+#[test]
+fn bench_reports_every_workload_and_refuses_a_missing_htsim() {
+    let o = kleinrock(&["bench", "--seconds", "0.5"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.lines().next().unwrap().contains("ev/pkt"), "{text}");
+    for w in [
+        "(a) 1 Cubic",
+        "(b) 10 Cubic",
+        "(c) 1000 Cubic",
+        "(d) 10000 Cubic",
+    ] {
+        let row = text.lines().find(|l| l.starts_with(w)).expect(w);
+        let kb: f64 = row.split_whitespace().last().unwrap().parse().unwrap();
+        assert!(kb > 0.0, "{row}");
+    }
+    let o = kleinrock(&[
+        "bench",
+        "--seconds",
+        "0.1",
+        "--compare-htsim",
+        "/nonexistent/htsim",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/htsim"));
+}

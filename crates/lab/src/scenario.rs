@@ -820,17 +820,17 @@ fn check_file_names(
 
 /// The first of `names` (field, name) whose file name another already has, as an error.
 fn distinct_files(names: impl Iterator<Item = (String, String)>) -> FieldResult<()> {
-    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for (field, name) in names {
         let file = crate::runner::file_name(&name);
-        if let Some((_, other)) = seen.iter().find(|(f, _)| *f == file) {
+        if let Some(other) = seen.get(&file) {
             let message = format!(
                 "`{name}` and `{other}` would share the output file `{file}.csv`; choose names \
                  that differ in letters, digits, `-`, `_` or `.`"
             );
             return Err((field, message));
         }
-        seen.push((file, name));
+        seen.insert(file, name);
     }
     Ok(())
 }
