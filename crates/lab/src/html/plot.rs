@@ -208,18 +208,25 @@ pub fn lines(
         x1 += 0.35 * (x1 - x0);
     }
     let (y0, y1) = range(points.clone().map(|p| p.1));
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+    let frame = (x0, x1, y0, y1);
+    render(title, |root| {
         draw_lines(
-            &root,
+            root,
             title,
             (x_label, y_label),
-            (x0, x1, y0, y1),
+            frame,
             (series, paper),
             bands,
         )
-        .map_err(|e| format!("cannot draw `{title}`: {e}"))?;
+    })
+}
+
+/// The SVG that `draw` makes on a plot-sized canvas; an error names the plot's `title`.
+fn render(title: &str, draw: impl FnOnce(&Area) -> DrawResult) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        draw(&root).map_err(|e| format!("cannot draw `{title}`: {e}"))?;
     }
     Ok(svg)
 }
@@ -340,20 +347,17 @@ pub fn dots(
     // Room on the right for the legend, so that it covers no dot.
     let n = categories.len() as f64;
     let x1 = n - 0.5 + (0.35 * n).max(0.8);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+    let frame = (-0.5, x1, y0, y1);
+    render(title, |root| {
         draw_dots(
-            &root,
+            root,
             title,
             (x_label, y_label),
-            (-0.5, x1, y0, y1),
+            frame,
             (series, paper),
             categories,
         )
-        .map_err(|e| format!("cannot draw `{title}`: {e}"))?;
-    }
-    Ok(svg)
+    })
 }
 
 fn draw_dots(
@@ -451,14 +455,10 @@ pub fn intervals(
     let (y0, y1) = range(all().flat_map(|p| [p.lo, p.hi, p.y]));
     // Room on the right for the legend, so that it covers no point.
     let pad = ((x1 - x0) * 0.05).max(1e-9);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        let frame = (x0 - pad, x1 + 9.0 * pad, y0, y1);
-        draw_intervals(&root, title, (x_label, y_label), frame, series, categories)
-            .map_err(|e| format!("cannot draw `{title}`: {e}"))?;
-    }
-    Ok(svg)
+    let frame = (x0 - pad, x1 + 9.0 * pad, y0, y1);
+    render(title, |root| {
+        draw_intervals(root, title, (x_label, y_label), frame, series, categories)
+    })
 }
 
 fn draw_intervals(

@@ -122,25 +122,28 @@ fn means_table(page: &mut Page, points: &[Value]) {
     let mut rows = Vec::new();
     for p in points {
         for f in p["flows"].as_array().into_iter().flatten() {
-            rows.push(vec![
-                Cell::text(point_label(p)),
-                Cell::text(f["name"].as_str().unwrap_or("")),
-                Cell::text(f["cc"].as_str().unwrap_or("")),
-                mean_cell(f, "goodput_bps", 1e-6, 3),
-                mean_cell(f, "rtt_mean_ms", 1.0, 1),
-                mean_cell(f, "loss_rate", 100.0, 3),
-            ]);
+            let mut row = vec![Cell::text(point_label(p))];
+            row.extend(flow_cells(f, mean_cell));
+            rows.push(row);
         }
     }
-    let header = [
-        "assignments",
-        "flow",
-        "cc",
-        "goodput Mbps",
-        "RTT mean ms",
-        "loss %",
-    ];
+    let mut header = vec!["assignments"];
+    header.extend(FLOW_HEADER);
     page.table(&header, &rows);
+}
+
+/// The columns a sweep's tables show of a flow, after those naming its run or point.
+const FLOW_HEADER: [&str; 5] = ["flow", "cc", "goodput Mbps", "RTT mean ms", "loss %"];
+
+/// A flow's cells under [`FLOW_HEADER`], its metrics as `metric` shows them.
+fn flow_cells(f: &Value, metric: fn(&Value, &str, f64, usize) -> Cell) -> [Cell; 5] {
+    [
+        Cell::text(f["name"].as_str().unwrap_or("")),
+        Cell::text(f["cc"].as_str().unwrap_or("")),
+        metric(f, "goodput_bps", 1e-6, 3),
+        metric(f, "rtt_mean_ms", 1.0, 1),
+        metric(f, "loss_rate", 100.0, 3),
+    ]
 }
 
 fn runs_table(page: &mut Page, dir: &Path, runs: &[Value]) {
@@ -148,28 +151,17 @@ fn runs_table(page: &mut Page, dir: &Path, runs: &[Value]) {
     let mut rows = Vec::new();
     for (i, p) in runs.iter().enumerate() {
         for f in p["flows"].as_array().into_iter().flatten() {
-            rows.push(vec![
+            let mut row = vec![
                 Cell::text(format!("{i}")),
                 Cell::text(point_label(p)),
                 Cell::text(p["seed"].to_string()),
-                Cell::text(f["name"].as_str().unwrap_or("")),
-                Cell::text(f["cc"].as_str().unwrap_or("")),
-                cell(f, "goodput_bps", 1e-6, 3),
-                cell(f, "rtt_mean_ms", 1.0, 1),
-                cell(f, "loss_rate", 100.0, 3),
-            ]);
+            ];
+            row.extend(flow_cells(f, cell));
+            rows.push(row);
         }
     }
-    let header = [
-        "run",
-        "assignments",
-        "seed",
-        "flow",
-        "cc",
-        "goodput Mbps",
-        "RTT mean ms",
-        "loss %",
-    ];
+    let mut header = vec!["run", "assignments", "seed"];
+    header.extend(FLOW_HEADER);
     page.table(&header, &rows);
     let reports: Vec<String> = (0..runs.len())
         .filter(|i| dir.join(format!("point-{i}")).join(super::REPORT).exists())
