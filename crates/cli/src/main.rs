@@ -9,6 +9,7 @@ mod live;
 mod send;
 mod serve;
 mod transfer;
+mod tunnel;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -97,6 +98,9 @@ enum Command {
     },
     /// Move bytes with real QUIC through the userspace bottleneck emulator, all on loopback.
     Transfer(transfer::TransferArgs),
+    /// Run a scenario's multipath tunnel for real: one QUIC connection per path, each through
+    /// its own emulated links, with the simulator's scheduler and reordering at the ends.
+    Tunnel(tunnel::TunnelArgs),
     /// Run the QUIC server alone (kleinrock, kleinrock-ts and hq-interop clients).
     Serve(serve::ServeArgs),
     /// Upload to a kleinrock server with a controller on the client side.
@@ -126,6 +130,7 @@ fn main() -> ExitCode {
         } => cmd_reproduce(paper, list, out, quiet),
         Command::Report { dir } => cmd_report(&dir),
         Command::Transfer(args) => transfer::run(args),
+        Command::Tunnel(args) => tunnel::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Send(args) => send::run(args),
         Command::Emulate(args) => emulate::run(args),

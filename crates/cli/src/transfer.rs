@@ -89,7 +89,7 @@ fn scenario(args: &TransferArgs) -> Result<Scenario, String> {
 }
 
 /// The point of `set` a transfer runs: its only one, or point `point` (from 1) of a sweep.
-fn pick(set: ScenarioSet, point: Option<usize>) -> Result<Scenario, String> {
+pub(crate) fn pick(set: ScenarioSet, point: Option<usize>) -> Result<Scenario, String> {
     let n = set.points.len();
     match point {
         None if n == 1 => Ok(set.points.into_iter().next().expect("one point")),
@@ -114,7 +114,9 @@ fn pick(set: ScenarioSet, point: Option<usize>) -> Result<Scenario, String> {
 /// `s` if it has the one flow a transfer can run.
 fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
     if !s.tunnels.is_empty() {
-        return Err("a multipath tunnel is simulator-only: the real datapath has none yet".into());
+        return Err(
+            "a transfer runs one connection; run a multipath tunnel with `kleinrock tunnel`".into(),
+        );
     }
     let [flow] = &s.flows[..] else {
         return Err("a transfer scenario needs exactly one flow".into());
@@ -467,7 +469,11 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
         let mut all = Vec::new();
         files(&root, &mut all);
-        let simulator_only = ["simulator-only", "needs a transport with subflows"];
+        let simulator_only = [
+            "simulator-only",
+            "needs a transport with subflows",
+            "with `kleinrock tunnel`",
+        ];
         let mut transfers = 0;
         for file in all {
             let set = load(&file, &[]).expect("shipped scenarios load");

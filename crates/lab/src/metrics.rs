@@ -177,7 +177,7 @@ pub struct LinkMetrics {
 }
 
 /// What became of the packets that entered one direction of a tunnel, over the whole run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TunnelCounts {
     /// Packets that entered.
     pub entered: u64,

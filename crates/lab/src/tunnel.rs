@@ -26,6 +26,15 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(10);
 /// paper-era framework sends on every data packet, MP_SEQ (9) and MP_DELAY (7)
 /// (telekom/mp-dccp `options.c`; docs/mpdccp.md).
 pub const DEFAULT_HEADER: u32 = 52;
+/// The bytes a QUIC tunnel (`transport = "quic"`) adds to each packet it carries: IPv4 and UDP
+/// (28), a QUIC short header with noq's 8-byte connection ID and a 2-byte packet number (11),
+/// the AEAD tag (16), a DATAGRAM frame's type and length (3), and the tunnel's own header, the
+/// overall sequence number and the entry time (12; `kleinrock_quic::tunnel`). docs/mpdccp.md
+/// ("A QUIC tunnel") counts them against what a real run measures.
+pub const QUIC_HEADER: u32 = 70;
+/// The bytes of a QUIC path's ACK-only packet before its ranges: IPv4 and UDP (28), the short
+/// header (11), an ACK frame's type, largest, delay and range count (6), the AEAD tag (16).
+pub const QUIC_ACK_HEADER: u32 = 61;
 /// Packets the tunnel's queue holds by default: the meta socket's write queue, Linux DCCP's
 /// `tx_qlen` (telekom/mp-dccp `mpdccp_proto.c`, `proto.c`; docs/mpdccp.md).
 pub const DEFAULT_QUEUE: u32 = 5;
@@ -52,6 +61,7 @@ pub struct TunnelSpec {
     idle_expiry: Option<String>,
     drop_late: Option<bool>,
     queue: Option<u64>,
+    transport: Option<String>,
     header_size: Option<u64>,
     packet_size: Option<u64>,
     tx_qlen: Option<u64>,
@@ -81,7 +91,7 @@ pub struct PathPlan {
     pub forward: Vec<usize>,
     /// Link indices back.
     pub reverse: Vec<usize>,
-    /// The subflows' CCID.
+    /// The subflows' controller: a CCID, or on a QUIC tunnel any registry controller.
     pub cc: String,
     /// Its parameters.
     pub params: Params,
@@ -104,6 +114,9 @@ pub struct TunnelPlan {
     pub queue: u32,
     /// The subflows' transport settings (`header_size` is the tunnel's overhead).
     pub transport: DccpConfig,
+    /// The paths are QUIC connections carrying DATAGRAM frames (`transport = "quic"`), not
+    /// DCCP subflows.
+    pub quic: bool,
 }
 
 impl TunnelPlan {
@@ -149,10 +162,19 @@ pub fn resolve_tunnel(t: &TunnelSpec, i: usize, names: &[&str]) -> FieldResult<T
         let message = format!("{} paths; accepted: 1 to {MAX_PATHS}", t.paths.len());
         return Err((at("paths"), message));
     }
-    let transport = resolve_transport(t, &at)?;
+    let quic = match t.transport.as_deref().unwrap_or("dccp") {
+        "dccp" => false,
+        "quic" => true,
+        other => {
+            let message = format!("unknown tunnel transport `{other}`; accepted: dccp, quic");
+            return Err((at("transport"), message));
+        }
+    };
+    let transport = resolve_transport(t, &at, quic)?;
     let mut paths: Vec<PathPlan> = Vec::new();
     for (k, p) in t.paths.iter().enumerate() {
-        let plan = resolve_path_plan(p, &format!("tunnels[{i}].paths[{k}]"), names, &transport)?;
+        let at_path = format!("tunnels[{i}].paths[{k}]");
+        let plan = resolve_path_plan(p, &at_path, names, &transport, quic)?;
         if paths.iter().any(|q| q.name == plan.name) {
             let message = format!("a path named `{}` already exists in this tunnel", plan.name);
             return Err((format!("tunnels[{i}].paths[{k}].name"), message));
@@ -170,6 +192,7 @@ pub fn resolve_tunnel(t: &TunnelSpec, i: usize, names: &[&str]) -> FieldResult<T
         reorder: resolve_reorder(t, &at)?,
         queue,
         transport,
+        quic,
     })
 }
 
@@ -178,23 +201,12 @@ fn resolve_path_plan(
     at: &str,
     names: &[&str],
     transport: &DccpConfig,
+    quic: bool,
 ) -> FieldResult<PathPlan> {
     let at = |x: &str| format!("{at}.{x}");
     let forward = resolve_path(&p.path, names, &at("path"))?;
     let reverse = resolve_path(&p.reverse_path, names, &at("reverse_path"))?;
-    if !find(&p.cc).is_some_and(|info| info.dccp_only) {
-        let ccids: Vec<&str> = controllers()
-            .iter()
-            .filter(|i| i.dccp_only)
-            .map(|i| i.name)
-            .collect();
-        let message = format!(
-            "`{}` is not a DCCP CCID; an MP-DCCP path runs one of: {}",
-            p.cc,
-            ccids.join(", ")
-        );
-        return Err((at("cc"), message));
-    }
+    check_path_controller(&p.cc, quic).map_err(|message| (at("cc"), message))?;
     let params = resolve_params(&p.params, &at("params"))?;
     build(
         &p.cc,
@@ -216,11 +228,48 @@ fn resolve_path_plan(
     })
 }
 
-fn resolve_transport(t: &TunnelSpec, at: &dyn Fn(&str) -> String) -> FieldResult<DccpConfig> {
+/// A DCCP tunnel's paths run a CCID; a QUIC tunnel's any controller that is neither a CCID nor
+/// one that opens subflows of its own.
+fn check_path_controller(cc: &str, quic: bool) -> Result<(), String> {
+    let fits = |i: &kleinrock_cc::ControllerInfo| i.dccp_only != quic && !i.subflows;
+    if find(cc).is_some_and(fits) {
+        return Ok(());
+    }
+    let names: Vec<&str> = controllers()
+        .iter()
+        .filter(|i| fits(i))
+        .map(|i| i.name)
+        .collect();
+    Err(if quic {
+        format!(
+            "`{cc}` cannot run a QUIC tunnel's path; accepted: {}",
+            names.join(", ")
+        )
+    } else {
+        format!(
+            "`{cc}` is not a DCCP CCID; an MP-DCCP path runs one of: {} (or set the tunnel's \
+             transport = \"quic\" for any other controller)",
+            names.join(", ")
+        )
+    })
+}
+
+/// The subflows' transport settings. A QUIC tunnel's paths are modelled by the same unreliable
+/// subflow with QUIC's sizes, its ACK every second packet and the host pacing that noq does
+/// (docs/mpdccp.md, "A QUIC tunnel").
+fn resolve_transport(
+    t: &TunnelSpec,
+    at: &dyn Fn(&str) -> String,
+    quic: bool,
+) -> FieldResult<DccpConfig> {
     let mut c = DccpConfig {
         header_size: DEFAULT_HEADER,
         ..DccpConfig::default()
     };
+    if quic {
+        c.header_size = QUIC_HEADER;
+        c.ack_header_size = QUIC_ACK_HEADER;
+    }
     if let Some(s) = t.packet_size {
         let s = whole_within(s, limits::MIN_PACKET_BYTES, 65_535);
         c.packet_size = field(at("packet_size"), s)? as u32;
@@ -234,7 +283,7 @@ fn resolve_transport(t: &TunnelSpec, at: &dyn Fn(&str) -> String) -> FieldResult
     if let Some(r) = t.ack_ratio {
         c.ack_ratio = field(at("ack_ratio"), whole_within(r, 1, limits::MAX_ACK_RATIO))?;
     }
-    c.pacing = t.pacing.unwrap_or(false);
+    c.pacing = t.pacing.unwrap_or(quic);
     Ok(c)
 }
 

@@ -100,6 +100,14 @@ fn every_packet_that_entered_is_forwarded_once_or_dropped_at_a_counted_place() {
         ("ccid2", "scheduler = \"cpf\"\nreordering = \"active-fixed\""),
         ("ccid5", "scheduler = \"rr\"\nreordering = \"passive\""),
         (
+            "bbr",
+            "scheduler = \"cpf\"\nreordering = \"active-fixed\"\ntransport = \"quic\"",
+        ),
+        (
+            "cubic",
+            "scheduler = \"rr\"\nreordering = \"passive\"\ntransport = \"quic\"",
+        ),
+        (
             "ccid2",
             "scheduler = \"srtt\"\nreordering = \"active-fixed\"\ndrop_late = true",
         ),
@@ -221,6 +229,20 @@ fn bad_tunnels_are_refused_with_the_field_named() {
         (
             good.replace("tunnel = \"mp\"", "tunnel = \"mp\"\npath = [\"a\"]"),
             "flows[0].path",
+        ),
+        (
+            good.replace("scheduler = \"cpf\"", "transport = \"tcp\""),
+            "tunnels[0].transport",
+        ),
+        (
+            // A QUIC tunnel's paths run registry controllers, not CCIDs.
+            good.replace("scheduler = \"cpf\"", "transport = \"quic\""),
+            "tunnels[0].paths[0].cc",
+        ),
+        (
+            // ... nor one that opens subflows of its own.
+            scenario("fq_switch", "transport = \"quic\"", UDP),
+            "tunnels[0].paths[0].cc",
         ),
         (
             good.replace(

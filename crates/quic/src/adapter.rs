@@ -124,6 +124,19 @@ pub struct CcFactory {
     /// last of all its connections), for a connection's factory.
     parent: Option<CcProbe>,
     owd: OwdFeed,
+    /// Called after every ACK and congestion event of its controllers (the window may have
+    /// opened), for a sender that hands packets over only while the window has room.
+    on_ack: Option<AckHook>,
+}
+
+/// What a controller calls after every ACK and congestion event ([`CcFactory::waking`]).
+#[derive(Clone)]
+struct AckHook(Arc<dyn Fn() + Send + Sync>);
+
+impl fmt::Debug for AckHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AckHook")
+    }
 }
 
 impl CcFactory {
@@ -155,7 +168,22 @@ impl CcFactory {
             probe: CcProbe::new(clock),
             parent: None,
             owd: OwdFeed::default(),
+            on_ack: None,
         })
+    }
+
+    /// This factory with its controllers calling `wake` after every ACK and congestion event.
+    pub fn waking(mut self, wake: impl Fn() + Send + Sync + 'static) -> CcFactory {
+        self.on_ack = Some(AckHook(Arc::new(wake)));
+        self
+    }
+
+    /// This factory with its clock's epoch at `epoch`, so that several factories share one
+    /// time line.
+    pub fn with_epoch(mut self, epoch: std::time::Instant) -> CcFactory {
+        self.clock = Clock::from_epoch(epoch);
+        self.probe = CcProbe::new(self.clock);
+        self
     }
 
     /// A factory for one connection: the same controller, parameters, settings and clock, with
@@ -167,6 +195,7 @@ impl CcFactory {
             probe: CcProbe::new(self.clock),
             parent: Some(self.parent.clone().unwrap_or_else(|| self.probe.clone())),
             owd: OwdFeed::default(),
+            on_ack: self.on_ack.clone(),
         }
     }
 
@@ -458,6 +487,14 @@ impl CcProbe {
                 ..s.counters
             },
         })
+    }
+
+    /// Bytes in flight and the smoothed and latest RTT, without the rest of a
+    /// [`CcProbe::sample`]; `None` before the factory built a controller.
+    pub fn flight(&self) -> Option<(u64, Option<Duration>, Option<Duration>)> {
+        let state = self.state()?;
+        let s = lock(&state);
+        Some((s.in_flight, s.rtt.smoothed(), s.rtt.latest()))
     }
 
     /// Every RTT sample the controller got, in nanoseconds (mean, std, percentiles, CDF as the
@@ -929,6 +966,12 @@ impl Adapter {
         self.factory.clock.instant(t)
     }
 
+    fn wake(&self) {
+        if let Some(AckHook(wake)) = &self.factory.on_ack {
+            wake();
+        }
+    }
+
     /// One newly acknowledged packet; what `on_ack` does without noq's `RttEstimator` (which
     /// only noq can make; the adapter measures RTT itself, see [`State::close_batch`]).
     fn ack_packet(
@@ -974,6 +1017,7 @@ impl NoqController for Adapter {
         let now = self.time(now);
         self.lock()
             .on_end_acks(now, in_flight, largest_packet_num_acked);
+        self.wake();
     }
 
     fn on_congestion_event(
@@ -988,6 +1032,7 @@ impl NoqController for Adapter {
         let (now, sent) = (self.time(now), self.time(sent));
         self.lock()
             .on_congestion_event(now, sent, is_persistent_congestion, is_ecn, lost_bytes);
+        self.wake();
     }
 
     fn on_packet_lost(&mut self, lost_bytes: u16, pn: u64, now: std::time::Instant) {

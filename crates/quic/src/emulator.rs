@@ -596,7 +596,7 @@ impl Drop for EmulatorHandle {
 }
 
 /// Sets this thread's timer slack to 1 ns so `ppoll` timeouts are not rounded up by 50 us.
-fn set_fine_timer_slack() {
+pub(crate) fn set_fine_timer_slack() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
     unsafe {

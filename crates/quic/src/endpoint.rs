@@ -269,7 +269,7 @@ fn ensure_loopback(addr: SocketAddr) -> Result<(), Error> {
 }
 
 /// A non-blocking UDP socket bound to `addr` with buffers of `buffer` bytes asked for.
-fn udp_socket(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, Error> {
+pub(crate) fn udp_socket(addr: SocketAddr, buffer: usize) -> Result<UdpSocket, Error> {
     let socket = UdpSocket::bind(addr).map_err(io("binding the UDP socket"))?;
     let sock = socket2::SockRef::from(&socket);
     // Best effort: the kernel caps the sizes (net.core.rmem_max / wmem_max) without failing.
@@ -291,7 +291,7 @@ fn socket_buffers(socket: &UdpSocket) -> (usize, usize) {
     )
 }
 
-fn endpoint_config() -> Result<EndpointConfig, Error> {
+pub(crate) fn endpoint_config() -> Result<EndpointConfig, Error> {
     let mut config = EndpointConfig::default();
     config
         .max_udp_payload_size(MAX_UDP_PAYLOAD)
@@ -715,6 +715,43 @@ fn sending_transport(
     Ok(t)
 }
 
+/// A self-signed certificate for [`SERVER_NAME`] (DER and PEM) and a TLS 1.3 server on it
+/// offering `alpn`.
+pub(crate) fn server_crypto(
+    alpn: Vec<Vec<u8>>,
+) -> Result<(CertificateDer<'static>, String, QuicServerConfig), Error> {
+    let key = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()]).map_err(tls)?;
+    let cert_der = key.cert.der().clone();
+    let key_der = PrivateKeyDer::from(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
+    let mut tls_config = rustls::ServerConfig::builder_with_provider(crypto_provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(tls)?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert_der.clone()], key_der)
+        .map_err(tls)?;
+    tls_config.alpn_protocols = alpn;
+    let crypto = QuicServerConfig::try_from(tls_config).map_err(tls)?;
+    Ok((cert_der, key.cert.pem(), crypto))
+}
+
+/// A TLS 1.3 client trusting only `cert_der`, offering `alpn`.
+pub(crate) fn client_crypto(
+    cert_der: &[u8],
+    alpn: Vec<Vec<u8>>,
+) -> Result<QuicClientConfig, Error> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(cert_der.to_vec()))
+        .map_err(tls)?;
+    let mut tls_config = rustls::ClientConfig::builder_with_provider(crypto_provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(tls)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls_config.alpn_protocols = alpn;
+    QuicClientConfig::try_from(tls_config).map_err(tls)
+}
+
 /// The ALPN protocols offered, most preferred first.
 fn alpn_protocols(timestamps: bool, hq: bool) -> Vec<Vec<u8>> {
     let mut protocols = Vec::new();
@@ -743,18 +780,7 @@ pub fn certificate_der(bytes: &[u8]) -> Result<Vec<u8>, Error> {
 /// on the current tokio runtime.
 pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
     ensure_loopback(opts.addr)?;
-    let key = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()]).map_err(tls)?;
-    let cert_der = key.cert.der().clone();
-    let cert_pem = key.cert.pem();
-    let key_der = PrivateKeyDer::from(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
-    let mut tls_config = rustls::ServerConfig::builder_with_provider(crypto_provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(tls)?
-        .with_no_client_auth()
-        .with_single_cert(vec![cert_der.clone()], key_der)
-        .map_err(tls)?;
-    tls_config.alpn_protocols = alpn_protocols(opts.timestamps, true);
-    let crypto = QuicServerConfig::try_from(tls_config).map_err(tls)?;
+    let (cert_der, cert_pem, crypto) = server_crypto(alpn_protocols(opts.timestamps, true))?;
     let mut server_config = ServerConfig::with_crypto(Arc::new(crypto));
     // Each connection gets a transport of its own (its controller's factory), made by the
     // accept loop; this one only serves what noq does before it (Retry, refusals).
@@ -1221,17 +1247,7 @@ fn client_config(
     opts: &ClientOptions,
     factory: Option<&CcFactory>,
 ) -> Result<ClientConfig, Error> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from(cert_der.to_vec()))
-        .map_err(tls)?;
-    let mut tls_config = rustls::ClientConfig::builder_with_provider(crypto_provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(tls)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls_config.alpn_protocols = alpn_protocols(opts.timestamps, false);
-    let crypto = QuicClientConfig::try_from(tls_config).map_err(tls)?;
+    let crypto = client_crypto(cert_der, alpn_protocols(opts.timestamps, false))?;
     let mut config = ClientConfig::new(Arc::new(crypto));
     let mut transport = match factory {
         Some(f) => sending_transport(f, opts.timestamps, opts.receive_window)?,

@@ -1,8 +1,10 @@
 //! kleinrock-quic: the same `kleinrock-cc` controllers inside a real QUIC stack over UDP on
-//! loopback, and a userspace bottleneck emulator driven by the real clock.
+//! loopback, a userspace bottleneck emulator driven by the real clock, and the multipath tunnel
+//! over them.
 pub mod adapter;
 pub mod emulator;
 pub mod endpoint;
 pub mod limits;
 pub mod stamps;
 pub mod trace;
+pub mod tunnel;

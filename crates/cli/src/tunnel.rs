@@ -1,0 +1,482 @@
+//! `kleinrock tunnel`: a scenario's multipath tunnel on the real datapath. One QUIC connection
+//! per path carries the tunnel's packets as DATAGRAM frames through that path's emulated links,
+//! with the simulator's scheduler and reordering stage at the ends
+//! ([`kleinrock_quic::tunnel`]); a constant-rate source feeds it. The command prints the same
+//! summary as a simulated run and, with `--compare-sim`, the simulator's run of the same
+//! scenario beside it.
+
+use crate::live;
+use crate::transfer::pick;
+use kleinrock_lab::metrics::{
+    link_metrics, FlowMetrics, Latency, PathMetrics, Summary, TunnelCounts, TunnelMetrics,
+};
+use kleinrock_lab::report::{num, run_tables, Table};
+use kleinrock_lab::runner::{self, check_output_dir, write_atomically, write_file, RunOutput};
+use kleinrock_lab::scenario::{load, FlowTransport, Scenario};
+use kleinrock_quic::tunnel::{self, PathSpec, TunnelReport, TunnelSpec};
+use kleinrock_sim::trace::Series;
+use kleinrock_sim::AppConfig;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Trace interval of a scenario that sets none.
+const DEFAULT_TRACE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Arguments of `kleinrock tunnel`.
+#[derive(clap::Args)]
+pub struct TunnelArgs {
+    /// A scenario file with one tunnel whose paths are QUIC (`transport = "quic"` in its
+    /// `[[tunnels]]` table), each path one link each way, carrying one constant-rate datagram
+    /// flow (`transport = "datagram"`, `app = "cbr"`).
+    scenario: PathBuf,
+    /// The point of a sweep to run (from 1), when the file has a [sweep] grid.
+    #[arg(long, value_name = "N")]
+    point: Option<usize>,
+    /// Change one field of the scenario (repeatable), with the paths of `kleinrock run --set`,
+    /// e.g. `--set tunnels.0.paths.1.cc=cubic`.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Also run the same scenario in the simulator and print both side by side.
+    #[arg(long)]
+    compare_sim: bool,
+    /// Print the summaries as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Write summary.json (both runs), the real run's traces (real/tunnels/) and, with
+    /// --compare-sim, the simulated run's outputs (simulated/) to this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// The tunnel run of scenario `s`, or why the real datapath cannot run it.
+pub fn spec(s: &Scenario) -> Result<TunnelSpec, String> {
+    let [plan] = &s.tunnels[..] else {
+        return Err("a real tunnel scenario has exactly one tunnel".into());
+    };
+    if !plan.quic {
+        return Err(
+            "tunnels[0]: the real datapath runs QUIC paths; set transport = \"quic\" in the \
+             [[tunnels]] table (a DCCP tunnel is simulator-only)"
+                .into(),
+        );
+    }
+    let [flow] = &s.flows[..] else {
+        return Err("a real tunnel carries exactly one flow".into());
+    };
+    let FlowTransport::Datagram {
+        packet_size,
+        header_size,
+    } = flow.transport
+    else {
+        return Err(
+            "flows[0]: a real tunnel carries a constant-rate datagram flow (transport = \
+             \"datagram\", app = \"cbr\"); a reliable flow inside is simulator-only"
+                .into(),
+        );
+    };
+    let AppConfig::ConstantRate { rate, bytes: None } = flow.app else {
+        return Err("flows[0]: a real tunnel's flow sends at a constant rate, unbounded".into());
+    };
+    if flow.tunnel != Some(0) || !flow.start.is_zero() || flow.stop.is_some() {
+        return Err("flows[0] enters the tunnel at 0 s and sends to the end".into());
+    }
+    if !s.route_changes.is_empty() {
+        return Err("delay schedules are simulator-only".into());
+    }
+    let mut paths = Vec::new();
+    for (k, p) in plan.paths.iter().enumerate() {
+        let (&[f], &[r]) = (&p.forward[..], &p.reverse[..]) else {
+            return Err(format!(
+                "tunnels[0].paths[{k}]: a real path crosses one link each way"
+            ));
+        };
+        paths.push(PathSpec {
+            name: p.name.clone(),
+            forward: s.links[f].clone(),
+            reverse: s.links[r].clone(),
+            cc: p.cc.clone(),
+            params: p.params.clone(),
+            priority: p.priority,
+        });
+    }
+    Ok(TunnelSpec {
+        paths,
+        scheduler: plan.scheduler,
+        reorder: plan.reorder,
+        queue: plan.queue as usize,
+        rate,
+        packet_size: packet_size as usize,
+        payload: packet_size.saturating_sub(header_size) as usize,
+        duration: s.duration,
+        warmup: s.warmup,
+        trace_interval: s.trace_interval.unwrap_or(DEFAULT_TRACE_INTERVAL),
+        seed: s.seed,
+    })
+}
+
+/// The real run as a [`Summary`] with the metrics of a simulated one.
+pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
+    let window_s = r.window_s.max(1e-9);
+    let total: u64 = r.paths.iter().map(|p| p.window_bytes).sum();
+    let paths = r
+        .paths
+        .iter()
+        .zip(&s.tunnels[0].paths)
+        .map(|(p, plan)| PathMetrics {
+            name: p.name.clone(),
+            cc: plan.cc.clone(),
+            throughput_bps: p.window_bytes as f64 * 8.0 / window_s,
+            share: p.window_bytes as f64 / total.max(1) as f64,
+            sent_packets: p.sent,
+            lost_packets: p.sent.saturating_sub(p.arrived),
+            rtt_mean_ms: p.rtt.mean().map(|ns| ns / 1e6),
+            latency: Latency::of(&p.latency),
+            loss_events: p.cc.loss_events,
+        })
+        .collect();
+    let held = r.queued_at_end + r.buffered_at_end;
+    let counts = TunnelCounts {
+        entered: r.entry.entered,
+        forwarded: r.far.forwarded,
+        forwarded_late: r.far.forwarded_late,
+        queue_drops: r.entry.queue_drops,
+        send_queue_drops: r.entry.send_failures,
+        lost_on_paths: r
+            .paths
+            .iter()
+            .map(|p| p.sent.saturating_sub(p.arrived))
+            .sum(),
+        reorder_drops: r.far.reorder_drops,
+        duplicates: r.far.duplicates,
+        gaps_skipped: r.far.gaps_skipped,
+        most_buffered: r.far.most_buffered,
+        lost: r
+            .entry
+            .entered
+            .saturating_sub(r.entry.queue_drops + r.far.forwarded + held),
+        held_at_end: held,
+    };
+    let flow = &s.flows[0];
+    // The flow's goodput counts its payload, as a simulated datagram flow's does.
+    let payload = match flow.transport {
+        FlowTransport::Datagram {
+            packet_size,
+            header_size,
+        } => f64::from(packet_size.saturating_sub(header_size)) / f64::from(packet_size.max(1)),
+        _ => 1.0,
+    };
+    let goodput_bps = r.window_bytes as f64 * 8.0 * payload / window_s;
+    let flow = FlowMetrics {
+        name: flow.name.clone(),
+        cc: flow.cc_name().to_string(),
+        active_s: window_s,
+        goodput_bps,
+        throughput_bps: goodput_bps,
+        loss_rate: 0.0,
+        rtt_mean_ms: None,
+        rtt_std_ms: None,
+        rtt_p50_ms: None,
+        rtt_p95_ms: None,
+        rtt_p99_ms: None,
+        owqd_mean_ms: None,
+        owqd_p95_ms: None,
+        loss_events: 0,
+        loss_event_distance_s: None,
+        completion_s: None,
+        transfers_completed: None,
+        fq_detection: None,
+        delivered_bytes: (r.window_bytes as f64 * payload) as u64,
+        retransmitted_bytes: 0,
+        latency: Latency::of(&r.latency),
+        send_queue: None,
+    };
+    let mut links = Vec::new();
+    for (p, plan) in r.paths.iter().zip(&s.tunnels[0].paths) {
+        for (stats, l) in p.links.iter().zip([plan.forward[0], plan.reverse[0]]) {
+            let mut m = link_metrics(stats);
+            m.name = s.links[l].name.clone();
+            links.push(m);
+        }
+    }
+    Summary {
+        scenario: format!("{} (real QUIC tunnel over the emulator)", s.name),
+        point: s.point.clone(),
+        overrides: s.overrides.clone(),
+        seed: s.seed,
+        end_s: s.duration.as_secs_f64(),
+        warmup_s: s.warmup.as_secs_f64(),
+        flows: vec![flow],
+        links,
+        tunnels: vec![TunnelMetrics {
+            name: s.tunnels[0].name.clone(),
+            latency: Latency::of(&r.latency),
+            forward: counts,
+            backward: TunnelCounts::default(),
+            paths,
+        }],
+        jain_index: None,
+        warnings: Vec::new(),
+    }
+}
+
+/// The first trace time at which `path` received at least `bps` in an interval.
+pub fn first_carrying(path: &Series, bps: f64) -> Option<f64> {
+    let rx = path.column("rx_rate_bps")?;
+    let i = rx.iter().position(|&v| v >= bps)?;
+    Some(path.time_s[i])
+}
+
+/// The paths' traces of the simulated run, in the tunnel's order.
+fn sim_paths(out: &RunOutput) -> &[Series] {
+    out.result
+        .trace
+        .as_ref()
+        .and_then(|t| t.tunnels.first())
+        .map_or(&[], |t| t.get(1..).unwrap_or(&[]))
+}
+
+/// One metric of the real run and of the simulated one.
+struct Row {
+    metric: String,
+    real: Option<f64>,
+    simulated: Option<f64>,
+    digits: usize,
+}
+
+impl Row {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "metric": self.metric,
+            "real": self.real,
+            "simulated": self.simulated,
+        })
+    }
+}
+
+/// The real and simulated figures side by side: per path the received rate, its share and
+/// its latency, when it first carried a quarter of the source's rate, and the end-to-end
+/// latency after reordering.
+fn comparison(s: &Scenario, real: &Summary, real_paths: &[Series], sim: &RunOutput) -> Vec<Row> {
+    let quarter = match s.flows[0].app {
+        AppConfig::ConstantRate { rate, .. } => rate.bits_per_sec() / 4.0,
+        AppConfig::Bulk { .. } => f64::NAN,
+    };
+    let (r, m) = (&real.tunnels[0], &sim.summary.tunnels[0]);
+    let mut rows: Vec<(String, Option<f64>, Option<f64>, usize)> = Vec::new();
+    for (k, (a, b)) in r.paths.iter().zip(&m.paths).enumerate() {
+        let n = &a.name;
+        rows.push((
+            format!("{n} rx Mbps"),
+            Some(a.throughput_bps / 1e6),
+            Some(b.throughput_bps / 1e6),
+            2,
+        ));
+        rows.push((
+            format!("{n} share %"),
+            Some(a.share * 100.0),
+            Some(b.share * 100.0),
+            1,
+        ));
+        let p95 = |l: Option<Latency>| l.map(|l| l.p95_ms);
+        rows.push((
+            format!("{n} latency p95 ms"),
+            p95(a.latency),
+            p95(b.latency),
+            1,
+        ));
+        let first = |p: Option<&Series>| p.and_then(|p| first_carrying(p, quarter));
+        rows.push((
+            format!("{n} first carries 1/4 of the source, s"),
+            first(real_paths.get(k)),
+            first(sim_paths(sim).get(k)),
+            1,
+        ));
+    }
+    let (a, b) = (r.latency, m.latency);
+    rows.push((
+        "end-to-end latency mean ms".into(),
+        a.map(|l| l.mean_ms),
+        b.map(|l| l.mean_ms),
+        1,
+    ));
+    rows.push((
+        "end-to-end latency p95 ms".into(),
+        a.map(|l| l.p95_ms),
+        b.map(|l| l.p95_ms),
+        1,
+    ));
+    rows.into_iter()
+        .map(|(metric, real, simulated, digits)| Row {
+            metric,
+            real,
+            simulated,
+            digits,
+        })
+        .collect()
+}
+
+fn render(rows: &[Row]) -> String {
+    let mut t = Table::new(&["metric", "real", "simulated"]);
+    for r in rows {
+        t.row(vec![
+            r.metric.clone(),
+            num(r.real, r.digits),
+            num(r.simulated, r.digits),
+        ]);
+    }
+    t.render()
+}
+
+/// Writes summary.json, the real run's traces and the simulated run's outputs under `dir`,
+/// atomically.
+fn save(
+    dir: &Path,
+    real: &Summary,
+    report: &TunnelReport,
+    sim: Option<&RunOutput>,
+) -> Result<(), String> {
+    let summary = serde_json::json!({
+        "real": real,
+        "simulated": sim.map(|o| &o.summary),
+    });
+    let traces = report
+        .paths
+        .iter()
+        .flat_map(|p| [&p.trace, &p.controller])
+        .chain(std::iter::once(&report.trace));
+    write_atomically(dir, |tmp| {
+        write_file(&tmp.join("summary.json"), |w| writeln!(w, "{summary:#}"))?;
+        for trace in traces {
+            let file = tmp
+                .join("real")
+                .join("tunnels")
+                .join(format!("{}.csv", trace.name));
+            write_file(&file, |w| trace.write_csv(w))?;
+        }
+        if let Some(o) = sim {
+            runner::write_run(&tmp.join("simulated"), o)?;
+        }
+        Ok(())
+    })
+    .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+    eprintln!("wrote {}", dir.display());
+    Ok(())
+}
+
+/// Why the real run does not count, if it does not.
+fn invalid(report: &TunnelReport) -> Option<String> {
+    let bad: Vec<String> = report
+        .paths
+        .iter()
+        .filter(|p| !p.emulator.valid)
+        .map(|p| {
+            format!(
+                "path {}: lateness p99 {:?} > {:?}{}",
+                p.name,
+                p.emulator.lateness_p99(),
+                p.emulator.lateness_bound,
+                p.emulator
+                    .failure
+                    .as_deref()
+                    .map_or(String::new(), |f| format!("; {f}"))
+            )
+        })
+        .collect();
+    (!bad.is_empty()).then(|| {
+        format!(
+            "an emulator fell behind ({}): this run is not valid; the machine is too busy",
+            bad.join("; ")
+        )
+    })
+}
+
+/// Runs `kleinrock tunnel`.
+pub fn run(args: TunnelArgs) -> Result<(), String> {
+    let set = load(&args.scenario, &args.set).map_err(|e| e.to_string())?;
+    let s = pick(set, args.point)?;
+    let spec = spec(&s)?;
+    if let Some(dir) = &args.out {
+        check_output_dir(dir)?;
+    }
+    let report = live::runtime()?.block_on(tunnel::run(&spec))?;
+    let real = summary(&s, &report);
+    let sim = args.compare_sim.then(|| runner::run(&s));
+    let real_paths: Vec<Series> = report.paths.iter().map(|p| p.trace.clone()).collect();
+    let rows = sim
+        .as_ref()
+        .map(|sim| comparison(&s, &real, &real_paths, sim));
+    let accounted = report.accounted();
+    if args.json {
+        let value = serde_json::json!({
+            "real": real,
+            "simulated": sim.as_ref().map(|o| &o.summary),
+            "comparison": rows.as_ref().map(|r| r.iter().map(Row::json).collect::<Vec<_>>()),
+            "wire_bytes": report.paths.iter().map(|p| p.wire_bytes).collect::<Vec<_>>(),
+            "accounted": accounted.is_ok(),
+        });
+        crate::emit(&format!("{value:#}\n"));
+    } else {
+        crate::emit(&run_tables(&real));
+        let wire: Vec<String> = report
+            .paths
+            .iter()
+            .map(|p| format!("{} {:.1}", p.name, p.wire_bytes))
+            .collect();
+        crate::emit(&format!(
+            "bytes per tunnel packet on the wire (IPv4 to AEAD tag), as the emulators counted: \
+             {}; the simulator's QUIC tunnel counts {}\n",
+            wire.join(", "),
+            spec.packet_size as u32 + kleinrock_lab::tunnel::QUIC_HEADER,
+        ));
+        if let Some(rows) = &rows {
+            crate::emit(&format!("\nreal vs simulated\n\n{}", render(rows)));
+        }
+    }
+    if let Some(dir) = &args.out {
+        save(dir, &real, &report, sim.as_ref())?;
+    }
+    accounted.map_err(|e| format!("a packet is not accounted for: {e}"))?;
+    match invalid(&report) {
+        Some(why) => Err(why),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped(name: &str, point: usize) -> Scenario {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/ccid5")
+            .join(name);
+        pick(
+            load(&file, &[]).expect("shipped scenarios load"),
+            Some(point),
+        )
+        .expect("a point")
+    }
+
+    #[test]
+    fn figure_6_over_quic_is_a_real_tunnel_and_the_dccp_figures_say_what_is_missing() {
+        for (point, cc) in [(1, "bbr"), (2, "newreno")] {
+            let spec = spec(&shipped("fig6_quic_tunnel.toml", point)).expect("a real tunnel");
+            assert_eq!(spec.paths.len(), 2);
+            assert!(spec.paths.iter().all(|p| p.cc == cc));
+            assert_eq!(
+                (spec.packet_size, spec.payload, spec.queue),
+                (1448, 1408, 5)
+            );
+            assert_eq!(spec.rate.bits_per_sec(), 15e6);
+            assert_eq!(spec.paths[0].forward.schedule.len(), 1, "the drop at 5 s");
+        }
+        let dccp = spec(&shipped("fig6_udp_multipath.toml", 1)).expect_err("DCCP paths");
+        assert!(dccp.contains("transport = \"quic\""), "{dccp}");
+        let fig7 = shipped("fig7_tcp_multipath.toml", 1);
+        assert!(
+            spec(&fig7).is_err(),
+            "a reliable flow inside runs only in the simulator"
+        );
+    }
+}

@@ -1,0 +1,742 @@
+//! The multipath tunnel on the real datapath: one QUIC connection per path, carrying the
+//! tunnel's packets as DATAGRAM frames (RFC 9221: unreliable, and congestion-controlled by that
+//! connection's controller, any controller of the registry), each path through its own
+//! userspace bottleneck emulator ([`crate::emulator`]), with the simulator's scheduler at the
+//! entry and its reordering stage at the far end (`kleinrock_cc::multipath`, the same code).
+//!
+//! This module owns the run: the far end's QUIC endpoints (one per path), the emulators, the
+//! entry's connections, the constant-rate source feeding the entry, and what the run measured.
+//! [`wire`] is the tunnel's header, [`entry`] the queue and scheduler, [`far_end`] the
+//! reordering and the measurements. docs/mpdccp.md ("A QUIC tunnel") describes the model.
+//!
+//! ```text
+//! source -> entry queue -> scheduler -> QUIC conn (path 1) -> emulator 1 -> far end 1 -+
+//!                                    \-> QUIC conn (path 2) -> emulator 2 -> far end 2 -+-> reordering
+//! ```
+//!
+//! The entry hands a packet to a path only while the scheduler finds room in that
+//! connection's window (its in-flight bytes and the datagrams noq still holds, against the
+//! controller's window), as MP-DCCP's scheduler does with a subflow's CCID; the entry wakes on
+//! every ACK and congestion event of a path ([`CcFactory::waking`]). Both ends share one clock:
+//! a packet's latency is the far end's time less the entry time it carries.
+
+mod entry;
+mod far_end;
+pub mod wire;
+
+use crate::adapter::{CcCounters, CcFactory, CcProbe};
+use crate::emulator::{self, EmulatorConfig, EmulatorHandle, EmulatorStats, IPV4_UDP_HEADER};
+use crate::endpoint::{self, Error, SERVER_NAME};
+use crate::trace::ProbeRecorder;
+use entry::Entry;
+pub use entry::EntryCounts;
+pub use far_end::FarCounts;
+use far_end::{Clock, FarEnd};
+use kleinrock_cc::multipath::reorder::{LatencySpread, ReorderConfig};
+use kleinrock_cc::multipath::scheduler::{SchedulerKind, SubflowView};
+use kleinrock_cc::{ControllerConfig, Params, Rate};
+use kleinrock_sim::hist::Histogram;
+use kleinrock_sim::stats::LinkStats;
+use kleinrock_sim::trace::Series;
+use kleinrock_sim::LinkConfig;
+use noq::{ClientConfig, MtuDiscoveryConfig, PathId, ServerConfig, TransportConfig};
+use std::net::SocketAddr;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+use wire::HEADER;
+
+/// ALPN of a tunnel's path connections.
+pub const ALPN_TUNNEL: &[u8] = b"kleinrock-tunnel";
+/// The bytes noq keeps free around a DATAGRAM frame's payload in a short-header packet: the
+/// first byte, its 8-byte connection ID, the longest packet number (4), the frame's type and
+/// longest length (1 + 8) and the 16-byte AEAD tag. A packet on the wire is smaller: its packet
+/// number and length take 1 to 2 bytes each (docs/mpdccp.md, "A QUIC tunnel").
+const QUIC_OVERHEAD: usize = 1 + 8 + 4 + 9 + 16;
+/// Datagram bytes the entry lets noq buffer per path (never reached: the scheduler hands over
+/// only what the window takes).
+const SEND_BUFFER: usize = 1 << 20;
+/// Datagram bytes the far end buffers per path before the application reads them.
+const RECEIVE_BUFFER: usize = 8 << 20;
+/// The entry's datagram receive buffer: noq sends DATAGRAM frames only with one, and the far
+/// end sends none.
+const DATAGRAM_ENABLED: usize = 1 << 16;
+/// How often the far end checks the reordering stage's idle expiry.
+const EXPIRY_TICK: Duration = Duration::from_millis(1);
+/// How long after the source stops the far end still takes arrivals (packets on the way).
+const DRAIN: Duration = Duration::from_millis(300);
+
+/// One path of a tunnel.
+#[derive(Clone, Debug)]
+pub struct PathSpec {
+    /// Name, for reports.
+    pub name: String,
+    /// The link from the entry to the far end.
+    pub forward: LinkConfig,
+    /// The link back (the path's ACKs).
+    pub reverse: LinkConfig,
+    /// The connection's controller (a registry name) and its parameters.
+    pub cc: String,
+    /// Its parameters.
+    pub params: Params,
+    /// Priority (MP-DCCP `mpdccp_prio`).
+    pub priority: u8,
+}
+
+/// A tunnel run: its paths, scheduler, reordering, queue, and the constant-rate source.
+#[derive(Clone, Debug)]
+pub struct TunnelSpec {
+    /// Paths, in order.
+    pub paths: Vec<PathSpec>,
+    /// The per-packet scheduler.
+    pub scheduler: SchedulerKind,
+    /// The far end's reordering stage.
+    pub reorder: ReorderConfig,
+    /// Packets the entry's queue holds.
+    pub queue: usize,
+    /// The source's rate, counted in the carried packets' payload (`payload` bytes each), as
+    /// the simulator's constant-rate application counts it.
+    pub rate: Rate,
+    /// Bytes of each carried packet.
+    pub packet_size: usize,
+    /// Of those, the payload the rate counts (the rest is the carried packet's own headers).
+    pub payload: usize,
+    /// How long the source sends.
+    pub duration: Duration,
+    /// Start of the measurement window.
+    pub warmup: Duration,
+    /// Trace interval.
+    pub trace_interval: Duration,
+    /// Seed of the controllers and the links' loss and jitter.
+    pub seed: u64,
+}
+
+impl TunnelSpec {
+    /// The largest UDP payload of a tunnel packet: the connections' packet size, which their
+    /// controllers count in.
+    pub fn quic_packet_size(&self) -> usize {
+        self.packet_size + HEADER + QUIC_OVERHEAD
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.paths.is_empty() {
+            return Err("a tunnel needs at least one path".into());
+        }
+        if self.duration > wire::MAX_RUN {
+            return Err(format!(
+                "a real tunnel runs at most {} s",
+                wire::MAX_RUN.as_secs()
+            ));
+        }
+        if self.rate.bits_per_sec() <= 0.0
+            || self.payload == 0
+            || self.payload > self.packet_size
+            || self.queue == 0
+        {
+            return Err("a tunnel's source needs a rate, a packet size and a queue".into());
+        }
+        if self.trace_interval.is_zero() {
+            return Err("the trace interval must be above zero".into());
+        }
+        Ok(())
+    }
+}
+
+/// What one path did.
+#[derive(Clone, Debug)]
+pub struct PathReport {
+    /// Name.
+    pub name: String,
+    /// Per trace interval: `rx_rate_bps` and `latency_ms` at the path's far end (carried
+    /// bytes, before reordering).
+    pub trace: Series,
+    /// The connection's controller, sampled every trace interval (the columns of a real
+    /// transfer's trace, [`crate::trace`]).
+    pub controller: Series,
+    /// Carried bytes that arrived in the measurement window.
+    pub window_bytes: u64,
+    /// Latency from the entry to the path's far end of the packets that entered in the
+    /// window, ns.
+    pub latency: Histogram,
+    /// Tunnel packets handed to the path.
+    pub sent: u64,
+    /// Tunnel packets that arrived at its far end.
+    pub arrived: u64,
+    /// The connection's controller's counters.
+    pub cc: CcCounters,
+    /// Its RTT samples, ns.
+    pub rtt: Histogram,
+    /// Bytes of a full tunnel packet on the path's link (IPv4 and UDP included), as the
+    /// emulator counted them.
+    pub wire_bytes: f64,
+    /// The path's emulator.
+    pub emulator: EmulatorStats,
+    /// The path's link towards the far end, and the one back, over the measurement window.
+    pub links: [LinkStats; 2],
+}
+
+/// What a tunnel run measured.
+#[derive(Clone, Debug)]
+pub struct TunnelReport {
+    /// Per path.
+    pub paths: Vec<PathReport>,
+    /// Per trace interval after reordering: `rx_rate_bps`, `latency_ms`.
+    pub trace: Series,
+    /// Latency from the entry to forwarding at the far end of the packets that entered in
+    /// the window, ns.
+    pub latency: Histogram,
+    /// Carried bytes forwarded in the window.
+    pub window_bytes: u64,
+    /// The measurement window, s.
+    pub window_s: f64,
+    /// The entry's counters.
+    pub entry: EntryCounts,
+    /// The far end's counters.
+    pub far: FarCounts,
+    /// Packets still in the entry's queue when the source stopped.
+    pub queued_at_end: u64,
+    /// Packets the reordering stage held when the run ended.
+    pub buffered_at_end: u64,
+}
+
+impl TunnelReport {
+    /// Whether every path's emulator kept to its timing.
+    pub fn valid(&self) -> bool {
+        self.paths.iter().all(|p| p.emulator.valid)
+    }
+
+    /// Checks that every packet is accounted for, from counts kept at each place: what the
+    /// entry queued went to a path or is still queued, and what arrived at the far ends was
+    /// forwarded once, dropped by the reordering stage, or is still held there. What a path
+    /// lost is what it was given less what arrived.
+    pub fn accounted(&self) -> Result<(), String> {
+        let queued = self.entry.entered - self.entry.queue_drops;
+        let given: u64 = self.paths.iter().map(|p| p.sent).sum::<u64>() + self.entry.send_failures;
+        if queued != given + self.queued_at_end {
+            return Err(format!(
+                "the entry queued {queued} packets, gave {given} to the paths and holds {}",
+                self.queued_at_end
+            ));
+        }
+        let arrived: u64 = self.paths.iter().map(|p| p.arrived).sum();
+        let f = &self.far;
+        let settled = f.forwarded + f.reorder_drops + f.duplicates + self.buffered_at_end;
+        if arrived != settled {
+            return Err(format!(
+                "{arrived} packets arrived at the far ends, and {} were forwarded, {} dropped \
+                 late, {} dropped as copies, {} still held",
+                f.forwarded, f.reorder_drops, f.duplicates, self.buffered_at_end
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A path's far end: its QUIC endpoint, reached through the path's emulator.
+struct FarPath {
+    endpoint: noq::Endpoint,
+    emulator: Arc<EmulatorHandle>,
+}
+
+/// A path's entry: the connection and its controller's probe.
+struct EntryPath {
+    endpoint: noq::Endpoint,
+    conn: noq::Connection,
+    probe: CcProbe,
+    priority: u8,
+    sent: u64,
+}
+
+impl EntryPath {
+    /// What the scheduler sees of the path, in packets of `packet` bytes. The datagrams noq
+    /// still holds are read before the bytes in flight, so one sent in between counts twice
+    /// (the cautious way) rather than not at all.
+    fn view(&self, packet: u64) -> SubflowView {
+        let held = SEND_BUFFER.saturating_sub(self.conn.datagram_send_buffer_space()) as u64;
+        let (in_flight, srtt, _) = self.probe.flight().unwrap_or_default();
+        let cwnd = self.conn.path_stats(PathId::ZERO).map_or(0, |s| s.cwnd);
+        SubflowView {
+            established: self.conn.close_reason().is_none(),
+            pipe: in_flight.div_ceil(packet),
+            cwnd: cwnd / packet,
+            queued: held.div_ceil(packet),
+            srtt_ns: srtt.map(|d| d.as_nanos() as u64),
+            priority: self.priority,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn ns_since(epoch: Instant) -> u64 {
+    epoch.elapsed().as_nanos() as u64
+}
+
+/// Runs the tunnel of `spec` on loopback for its duration and returns what it measured.
+pub async fn run(spec: &TunnelSpec) -> Result<TunnelReport, String> {
+    spec.check()?;
+    let epoch = Instant::now();
+    let (cert, server_config) = far_end_config(spec).map_err(|e| e.to_string())?;
+    let mut far_paths = Vec::new();
+    for (i, p) in spec.paths.iter().enumerate() {
+        far_paths.push(far_path(spec, i, p, server_config.clone())?);
+    }
+    // The far ends accept while the entry connects: a handshake waits for its accept.
+    let accepting: Vec<_> = far_paths
+        .iter()
+        .map(|f| tokio::spawn(accept(f.endpoint.clone())))
+        .collect();
+    let signal = Arc::new(Signal::default());
+    let mut entries = Vec::new();
+    for (p, far) in spec.paths.iter().zip(&far_paths) {
+        entries.push(entry_path(spec, p, far, &cert, epoch, &signal).await?);
+    }
+    let mut incoming = Vec::new();
+    for a in accepting {
+        incoming.push(a.await.map_err(|e| e.to_string())??);
+    }
+    let clock = Clock {
+        interval_ns: spec.trace_interval.as_nanos() as u64,
+        warmup_ns: spec.warmup.as_nanos() as u64,
+        end_ns: spec.duration.as_nanos() as u64,
+    };
+    let far = Arc::new(Mutex::new(FarEnd::new(
+        spec.reorder,
+        spec.paths.len(),
+        clock,
+    )));
+    let probes: Vec<CcProbe> = entries.iter().map(|e| e.probe.clone()).collect();
+    let mut tasks: Vec<JoinHandle<()>> = incoming
+        .iter()
+        .enumerate()
+        .map(|(i, c)| tokio::spawn(receive(c.clone(), i, far.clone(), probes.clone(), epoch)))
+        .collect();
+    tasks.push(tokio::spawn(expire(far.clone(), epoch)));
+    let recorders: Vec<ProbeRecorder> = entries
+        .iter()
+        .zip(&spec.paths)
+        .map(|(e, p)| {
+            let name = format!("{}.controller", p.name);
+            ProbeRecorder::start(e.probe.clone(), spec.trace_interval, &name)
+        })
+        .collect();
+    let window = tokio::spawn(snapshots(
+        far_paths.iter().map(|f| f.emulator.clone()).collect(),
+        [epoch + spec.warmup, epoch + spec.duration],
+    ));
+    let thread_spec = spec.clone();
+    let sent = tokio::task::spawn_blocking(move || source(&thread_spec, entries, &signal, epoch))
+        .await
+        .map_err(|e| format!("the entry stopped: {e}"))
+        .and_then(|r| r);
+    if sent.is_err() {
+        for t in &tasks {
+            t.abort();
+        }
+    }
+    let (entries, entry_counts, queued) = sent?;
+    let window = window.await.unwrap_or_default();
+    tokio::time::sleep(DRAIN).await;
+    for t in &tasks {
+        t.abort();
+    }
+    let mut samples = Vec::new();
+    for r in recorders {
+        samples.push(r.finish().await);
+    }
+    let far = std::mem::replace(&mut *lock(&far), FarEnd::new(spec.reorder, 0, clock));
+    let mut paths = Vec::new();
+    let ends = entries.into_iter().zip(far_paths).zip(samples);
+    for (k, ((e, f), s)) in ends.enumerate() {
+        let links = window.get(k).map(|[warm, end]| {
+            [(&end.forward, &warm.forward), (&end.reverse, &warm.reverse)]
+                .map(|(e, w)| windowed(&e.link, &w.link, warm.elapsed, end.elapsed))
+        });
+        paths.push(finish_path(spec, k, (e, f), s, links.unwrap_or_default(), &far).await);
+    }
+    for c in incoming {
+        c.close(0u32.into(), b"done");
+    }
+    let intervals = spec
+        .duration
+        .as_nanos()
+        .div_ceil(spec.trace_interval.as_nanos()) as usize;
+    Ok(TunnelReport {
+        paths,
+        trace: far
+            .forwarded
+            .series("end_to_end", clock.interval_ns, intervals),
+        latency: far.forwarded.latency.clone(),
+        window_bytes: far.forwarded.window_bytes,
+        window_s: spec.duration.saturating_sub(spec.warmup).as_secs_f64(),
+        entry: entry_counts,
+        far: far.counts,
+        queued_at_end: queued as u64,
+        buffered_at_end: far.buffered() as u64,
+    })
+}
+
+/// The far end's TLS certificate (DER) and its QUIC server configuration: DATAGRAM frames
+/// taken, the tunnel's packet size fixed (no MTU discovery), one path's connection each.
+fn far_end_config(spec: &TunnelSpec) -> Result<(Vec<u8>, ServerConfig), Error> {
+    let (cert, _, crypto) = endpoint::server_crypto(vec![ALPN_TUNNEL.to_vec()])?;
+    let mut config = ServerConfig::with_crypto(Arc::new(crypto));
+    let mut transport = fixed_mtu(spec.quic_packet_size())?;
+    transport
+        .datagram_receive_buffer_size(Some(RECEIVE_BUFFER))
+        .max_concurrent_bidi_streams(0u32.into())
+        .max_concurrent_uni_streams(0u32.into());
+    config
+        .transport_config(Arc::new(transport))
+        .migration(false);
+    Ok((cert.to_vec(), config))
+}
+
+/// A transport whose packets are `size` bytes of UDP payload at most, MTU discovery off.
+fn fixed_mtu(size: usize) -> Result<TransportConfig, Error> {
+    let mtu = u16::try_from(size)
+        .ok()
+        .filter(|&m| m >= 1200)
+        .ok_or_else(|| {
+            Error::Connection(format!(
+                "a tunnel packet of {size} bytes of UDP payload does not fit; accepted: 1200 \
+                 to 65535"
+            ))
+        })?;
+    let mut t = TransportConfig::default();
+    t.initial_mtu(mtu)
+        .min_mtu(mtu)
+        .mtu_discovery_config(None::<MtuDiscoveryConfig>);
+    Ok(t)
+}
+
+/// Path `i`'s far end and its emulator, which relays the entry's datagrams over the path's
+/// links.
+fn far_path(
+    spec: &TunnelSpec,
+    i: usize,
+    p: &PathSpec,
+    config: ServerConfig,
+) -> Result<FarPath, String> {
+    let loopback: SocketAddr = "127.0.0.1:0".parse().expect("a literal address");
+    let socket = endpoint::udp_socket(loopback, endpoint::DEFAULT_SOCKET_BUFFER)
+        .map_err(|e| e.to_string())?;
+    let endpoint = noq::Endpoint::new(
+        endpoint::endpoint_config().map_err(|e| e.to_string())?,
+        Some(config),
+        socket,
+        Arc::new(noq::TokioRuntime),
+    )
+    .map_err(|e| format!("path {}: starting the far end: {e}", p.name))?;
+    let server = endpoint
+        .local_addr()
+        .map_err(|e| format!("path {}: {e}", p.name))?;
+    let emulator = emulator::start(EmulatorConfig {
+        listen: loopback,
+        server,
+        forward: p.forward.clone(),
+        reverse: p.reverse.clone(),
+        seed: spec.seed.wrapping_add(i as u64),
+        client_idle: emulator::DEFAULT_CLIENT_IDLE,
+    })
+    .map_err(|e| format!("path {}: {e}", p.name))?;
+    Ok(FarPath {
+        endpoint,
+        emulator: Arc::new(emulator),
+    })
+}
+
+/// The entry's connection over path `p`, through its emulator, under the path's controller.
+async fn entry_path(
+    spec: &TunnelSpec,
+    p: &PathSpec,
+    far: &FarPath,
+    cert: &[u8],
+    epoch: Instant,
+    signal: &Arc<Signal>,
+) -> Result<EntryPath, String> {
+    let at = |e: &dyn std::fmt::Display| format!("path {}: {e}", p.name);
+    let config = ControllerConfig {
+        max_datagram_size: spec.quic_packet_size() as u64,
+        seed: spec.seed,
+        ..ControllerConfig::default()
+    };
+    let factory = CcFactory::new(&p.cc, p.params.clone(), config)
+        .map_err(|e| at(&e))?
+        .with_epoch(epoch)
+        .waking({
+            let signal = signal.clone();
+            move || signal.raise()
+        });
+    let crypto = endpoint::client_crypto(cert, vec![ALPN_TUNNEL.to_vec()]).map_err(|e| at(&e))?;
+    let mut client = ClientConfig::new(Arc::new(crypto));
+    let mut transport = fixed_mtu(spec.quic_packet_size()).map_err(|e| at(&e))?;
+    transport
+        .congestion_controller_factory(Arc::new(factory.clone()))
+        .datagram_send_buffer_size(SEND_BUFFER)
+        // noq sends DATAGRAM frames only where it would also take them; the far end sends
+        // none.
+        .datagram_receive_buffer_size(Some(DATAGRAM_ENABLED));
+    client.transport_config(Arc::new(transport));
+    let loopback: SocketAddr = "127.0.0.1:0".parse().expect("a literal address");
+    let socket =
+        endpoint::udp_socket(loopback, endpoint::DEFAULT_SOCKET_BUFFER).map_err(|e| at(&e))?;
+    let endpoint = noq::Endpoint::new(
+        endpoint::endpoint_config().map_err(|e| at(&e))?,
+        None,
+        socket,
+        Arc::new(noq::TokioRuntime),
+    )
+    .map_err(|e| at(&e))?;
+    endpoint.set_default_client_config(client);
+    let conn = endpoint
+        .connect(far.emulator.listen_addr(), SERVER_NAME)
+        .map_err(|e| at(&e))?
+        .await
+        .map_err(|e| at(&e))?;
+    let needed = spec.packet_size + HEADER;
+    if conn.max_datagram_size().is_none_or(|m| m < needed) {
+        return Err(at(&format!(
+            "the connection takes datagrams of {:?} bytes, and a tunnel packet needs {needed}",
+            conn.max_datagram_size()
+        )));
+    }
+    Ok(EntryPath {
+        endpoint,
+        conn,
+        probe: factory.probe(),
+        priority: p.priority,
+        sent: 0,
+    })
+}
+
+/// The far end's side of a path's connection.
+async fn accept(endpoint: noq::Endpoint) -> Result<noq::Connection, String> {
+    let incoming = endpoint
+        .accept()
+        .await
+        .ok_or("the far end stopped before the entry connected")?;
+    incoming
+        .await
+        .map_err(|e| format!("the far end's handshake failed: {e}"))
+}
+
+/// The paths' one-way latencies (half their latest RTT, as MP-DCCP's MP_DELAY gives them) for
+/// the adaptive reordering timeout. Both ends run in one process, so the far end reads them
+/// from the entry's controllers instead of from a header option.
+fn spread(probes: &[CcProbe]) -> LatencySpread {
+    let halves = probes
+        .iter()
+        .filter_map(|p| p.flight().and_then(|(_, _, latest)| latest))
+        .map(|d| d.as_nanos() as u64 / 2);
+    let (min_ns, max_ns) = halves.fold((u64::MAX, 0), |(lo, hi), h| (lo.min(h), hi.max(h)));
+    if max_ns == 0 {
+        return LatencySpread::default();
+    }
+    LatencySpread { min_ns, max_ns }
+}
+
+/// Reads path `path`'s datagrams into the far end until the connection ends.
+async fn receive(
+    conn: noq::Connection,
+    path: usize,
+    far: Arc<Mutex<FarEnd>>,
+    probes: Vec<CcProbe>,
+    epoch: Instant,
+) {
+    while let Ok(datagram) = conn.read_datagram().await {
+        let now = ns_since(epoch);
+        let spread = spread(&probes);
+        lock(&far).arrive(now, path, &datagram, spread);
+    }
+}
+
+/// Fires the reordering stage's idle expiry when it is due.
+async fn expire(far: Arc<Mutex<FarEnd>>, epoch: Instant) {
+    let mut tick = tokio::time::interval(EXPIRY_TICK);
+    loop {
+        tick.tick().await;
+        let now = ns_since(epoch);
+        let mut f = lock(&far);
+        if f.deadline().is_some_and(|d| d <= now) {
+            f.expire(now);
+        }
+    }
+}
+
+/// Wakes the entry's thread: after an ACK or congestion event of a path.
+#[derive(Default)]
+struct Signal {
+    raised: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Signal {
+    fn raise(&self) {
+        *lock(&self.raised) = true;
+        self.cv.notify_one();
+    }
+
+    /// Waits until raised or until `deadline`, and lowers the signal.
+    fn wait_until(&self, deadline: Instant) {
+        let mut raised = lock(&self.raised);
+        while !*raised {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            raised = self
+                .cv
+                .wait_timeout(raised, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        *raised = false;
+    }
+}
+
+/// What the entry's thread hands back.
+type EntryResult = Result<(Vec<EntryPath>, EntryCounts, usize), String>;
+
+/// The constant-rate source feeding the entry for the run's duration, and the entry handing
+/// packets to the paths, on a thread of their own (a packet enters at its time to the
+/// microsecond, where the async runtime's timers have a millisecond's grain); returns the
+/// paths, the entry's counters and the packets still queued, or why a path refused a packet
+/// (a lost connection is counted, not an error).
+fn source(
+    spec: &TunnelSpec,
+    mut paths: Vec<EntryPath>,
+    signal: &Signal,
+    epoch: Instant,
+) -> EntryResult {
+    emulator::set_fine_timer_slack();
+    let gap = spec
+        .rate
+        .time_for(spec.payload as u64)
+        .unwrap_or(Duration::MAX);
+    let packet = spec.quic_packet_size() as u64;
+    let mut entry = Entry::new(spec.scheduler, spec.queue);
+    let end = epoch + spec.duration;
+    let mut next = Instant::now();
+    while Instant::now() < end {
+        signal.wait_until(next.min(end));
+        let now = Instant::now();
+        while next <= now && next < end {
+            entry.enter(ns_since(epoch));
+            next += gap;
+        }
+        drain(spec, &mut entry, &mut paths, packet)?;
+    }
+    let queued = entry.queued();
+    Ok((paths, entry.counts, queued))
+}
+
+/// The entry gives what it can to the paths.
+fn drain(
+    spec: &TunnelSpec,
+    entry: &mut Entry,
+    paths: &mut [EntryPath],
+    packet: u64,
+) -> Result<(), String> {
+    let views = &*paths;
+    let mut sent = vec![0u64; paths.len()];
+    let mut refused = None;
+    entry.drain(
+        || views.iter().map(|p| p.view(packet)).collect(),
+        |k, h| match views[k]
+            .conn
+            .send_datagram(h.datagram(spec.packet_size).into())
+        {
+            Ok(()) => {
+                sent[k] += 1;
+                true
+            }
+            Err(noq::SendDatagramError::ConnectionLost(_)) => false,
+            Err(e) => {
+                refused = Some(format!("path {}: {e}", spec.paths[k].name));
+                false
+            }
+        },
+    );
+    for (p, n) in paths.iter_mut().zip(sent) {
+        p.sent += n;
+    }
+    refused.map_or(Ok(()), Err)
+}
+
+/// Each emulator's statistics when the measurement window opens and when it closes.
+async fn snapshots(
+    emulators: Vec<Arc<EmulatorHandle>>,
+    at: [Instant; 2],
+) -> Vec<[EmulatorStats; 2]> {
+    let mut taken: [Vec<EmulatorStats>; 2] = Default::default();
+    for (when, out) in at.iter().zip(&mut taken) {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(*when)).await;
+        *out = tokio::task::block_in_place(|| emulators.iter().map(|e| e.stats()).collect());
+    }
+    let [warm, end] = taken;
+    warm.into_iter().zip(end).map(|(w, e)| [w, e]).collect()
+}
+
+/// A link's statistics from `warm` (when the window opened) to `end`.
+fn windowed(
+    end: &LinkStats,
+    warm: &LinkStats,
+    warm_elapsed: Duration,
+    end_elapsed: Duration,
+) -> LinkStats {
+    LinkStats {
+        counters: end.counters.since(&warm.counters),
+        window_ns: end_elapsed.saturating_sub(warm_elapsed).as_nanos() as u64,
+        ..end.clone()
+    }
+}
+
+/// Path `k`'s report, with its `links` over the window; closes its connection and stops its
+/// emulator.
+async fn finish_path(
+    spec: &TunnelSpec,
+    k: usize,
+    (e, f): (EntryPath, FarPath),
+    controller: Series,
+    links: [LinkStats; 2],
+    far: &FarEnd,
+) -> PathReport {
+    let interval_ns = spec.trace_interval.as_nanos() as u64;
+    let intervals = spec
+        .duration
+        .as_nanos()
+        .div_ceil(spec.trace_interval.as_nanos()) as usize;
+    let meter = &far.paths[k];
+    let trace = meter.series(&spec.paths[k].name, interval_ns, intervals);
+    let cc = e.probe.sample().map(|s| s.counters).unwrap_or_default();
+    let rtt = e.probe.rtt_histogram().unwrap_or_default();
+    e.conn.close(0u32.into(), b"done");
+    let _ = tokio::time::timeout(Duration::from_millis(200), e.endpoint.wait_idle()).await;
+    let emulator = match Arc::try_unwrap(f.emulator) {
+        Ok(handle) => handle.shutdown(),
+        Err(shared) => shared.stats(),
+    };
+    f.endpoint.close(0u32.into(), b"done");
+    let fwd = &emulator.forward;
+    let wire_bytes = if fwd.datagrams_in == 0 {
+        f64::NAN
+    } else {
+        fwd.bytes_in as f64 / fwd.datagrams_in as f64 + IPV4_UDP_HEADER as f64
+    };
+    PathReport {
+        name: spec.paths[k].name.clone(),
+        trace,
+        controller,
+        window_bytes: meter.window_bytes,
+        latency: meter.latency.clone(),
+        sent: e.sent,
+        arrived: far.arrived.get(k).copied().unwrap_or(0),
+        cc,
+        rtt,
+        wire_bytes,
+        emulator,
+        links,
+    }
+}

@@ -1,0 +1,130 @@
+//! The tunnel's entry: its queue and the shared per-packet scheduler
+//! ([`kleinrock_cc::multipath::scheduler`], the simulator's own), which gives the head of the
+//! queue to the path(s) it picks for as long as it picks one. Time is passed in.
+
+use super::wire::Header;
+use kleinrock_cc::multipath::scheduler::{Scheduler, SchedulerKind, SubflowView};
+use std::collections::VecDeque;
+
+/// What became of the packets offered to the entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntryCounts {
+    /// Packets offered.
+    pub entered: u64,
+    /// Dropped because the queue was full.
+    pub queue_drops: u64,
+    /// Copies a path refused (its connection gone).
+    pub send_failures: u64,
+}
+
+/// The entry of one direction.
+pub struct Entry {
+    scheduler: Scheduler,
+    queue: VecDeque<Header>,
+    capacity: usize,
+    next_overall: u64,
+    picks: Vec<usize>,
+    /// Counters.
+    pub counts: EntryCounts,
+}
+
+impl Entry {
+    /// An entry whose queue holds `capacity` packets, scheduling with `kind`.
+    pub fn new(kind: SchedulerKind, capacity: usize) -> Self {
+        Entry {
+            scheduler: Scheduler::new(kind),
+            queue: VecDeque::new(),
+            capacity,
+            next_overall: 0,
+            picks: Vec::new(),
+            counts: EntryCounts::default(),
+        }
+    }
+
+    /// A packet enters at `now` (ns since the tunnel's start); `false` if the queue was full
+    /// and it was dropped. As in the simulator, only a queued packet takes an overall number.
+    pub fn enter(&mut self, now: u64) -> bool {
+        self.counts.entered += 1;
+        if self.queue.len() >= self.capacity {
+            self.counts.queue_drops += 1;
+            return false;
+        }
+        self.queue.push_back(Header {
+            overall: self.next_overall,
+            entered_ns: now,
+        });
+        self.next_overall += 1;
+        true
+    }
+
+    /// Packets waiting.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Gives queued packets to the paths the scheduler picks while it picks one; `observe`
+    /// gives the paths' views before each packet, `send` hands a packet to a path and says
+    /// whether the path took it.
+    pub fn drain(
+        &mut self,
+        mut observe: impl FnMut() -> Vec<SubflowView>,
+        mut send: impl FnMut(usize, &Header) -> bool,
+    ) {
+        while let Some(&head) = self.queue.front() {
+            let views = observe();
+            self.scheduler.pick(&views, &mut self.picks);
+            if self.picks.is_empty() {
+                return;
+            }
+            self.queue.pop_front();
+            for &path in &self.picks {
+                if !send(path, &head) {
+                    self.counts.send_failures += 1;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(pipe: u64, cwnd: u64, priority: u8) -> SubflowView {
+        SubflowView {
+            established: true,
+            pipe,
+            cwnd,
+            queued: 0,
+            srtt_ns: Some(1_000_000),
+            priority,
+        }
+    }
+
+    #[test]
+    fn cheapest_pipe_first_fills_the_preferred_path_then_spills_and_the_queue_drops_beyond_it() {
+        let mut e = Entry::new(SchedulerKind::Cpf, 2);
+        let pipes = std::cell::Cell::new([0u64, 0]);
+        let mut sent = Vec::new();
+        for t in 0..6 {
+            e.enter(t);
+            e.drain(
+                || {
+                    let [a, b] = pipes.get();
+                    vec![view(a, 2, 4), view(b, 1, 3)]
+                },
+                |p, h| {
+                    let mut now = pipes.get();
+                    now[p] += 1;
+                    pipes.set(now);
+                    sent.push((p, h.overall));
+                    true
+                },
+            );
+        }
+        assert_eq!(sent, [(0, 0), (0, 1), (1, 2)], "path 1 first, then path 2");
+        assert_eq!(e.queued(), 2);
+        assert_eq!(e.counts.queue_drops, 1);
+        assert_eq!(e.counts.entered, 6);
+    }
+}
