@@ -85,11 +85,16 @@ fn scenario(args: &TransferArgs) -> Result<Scenario, String> {
             )
         }
     };
-    checked(pick(set, args.point)?, !args.no_timestamps)
+    checked(pick(set, args.point, "a transfer")?, !args.no_timestamps)
 }
 
-/// The point of `set` a transfer runs: its only one, or point `point` (from 1) of a sweep.
-pub(crate) fn pick(set: ScenarioSet, point: Option<usize>) -> Result<Scenario, String> {
+/// The point of `set` that `command` (`a transfer`) runs: its only one, or point `point` (from
+/// 1) of a sweep.
+pub(crate) fn pick(
+    set: ScenarioSet,
+    point: Option<usize>,
+    command: &str,
+) -> Result<Scenario, String> {
     let n = set.points.len();
     match point {
         None if n == 1 => Ok(set.points.into_iter().next().expect("one point")),
@@ -102,7 +107,7 @@ pub(crate) fn pick(set: ScenarioSet, point: Option<usize>) -> Result<Scenario, S
                 .map(|(i, p)| format!("  {}: {}", i + 1, sweep::label(&p.point)))
                 .collect();
             Err(format!(
-                "--point: `{}` is a sweep of {n} points and a transfer runs one; accepted: \
+                "--point: `{}` is a sweep of {n} points and {command} runs one; accepted: \
                  --point 1 to {n}:\n{}",
                 set.name,
                 list.join("\n")
@@ -461,7 +466,9 @@ mod tests {
             Some(_) => set.clone(),
             None => load(file, &["flows.0.size=5MB".into()]).expect("loads with a size"),
         };
-        pick(set, Some(point)).and_then(|s| checked(s, true)).err()
+        pick(set, Some(point), "a transfer")
+            .and_then(|s| checked(s, true))
+            .err()
     }
 
     #[test]

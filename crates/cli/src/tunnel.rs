@@ -47,6 +47,10 @@ pub struct TunnelArgs {
     /// --compare-sim, the simulated run's outputs (simulated/) to this directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Show no progress and no "wrote DIR" line (progress is shown only when standard error is
+    /// a terminal).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// The tunnel run of scenario `s`, or why the real datapath cannot run it.
@@ -335,6 +339,7 @@ fn save(
     real: &Summary,
     report: &TunnelReport,
     sim: Option<&RunOutput>,
+    quiet: bool,
 ) -> Result<(), String> {
     let summary = serde_json::json!({
         "real": real,
@@ -360,7 +365,9 @@ fn save(
         Ok(())
     })
     .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
-    eprintln!("wrote {}", dir.display());
+    if !quiet {
+        eprintln!("wrote {}", dir.display());
+    }
     Ok(())
 }
 
@@ -394,14 +401,20 @@ fn invalid(report: &TunnelReport) -> Option<String> {
 /// Runs `kleinrock tunnel`.
 pub fn run(args: TunnelArgs) -> Result<(), String> {
     let set = load(&args.scenario, &args.set).map_err(|e| e.to_string())?;
-    let s = pick(set, args.point)?;
+    let s = pick(set, args.point, "`kleinrock tunnel`")?;
     let spec = spec(&s)?;
     if let Some(dir) = &args.out {
         check_output_dir(dir)?;
     }
-    let report = live::runtime()?.block_on(tunnel::run(&spec))?;
+    let bar = crate::progress(None, "{spinner} {msg}, {elapsed}", args.quiet);
+    let secs = s.duration.as_secs_f64();
+    bar.set_message(format!("{}: running the tunnel for real, {secs} s", s.name));
+    let report = live::runtime()?.block_on(tunnel::run(&spec));
+    bar.set_message(format!("{}: simulating", s.name));
+    let sim = (report.is_ok() && args.compare_sim).then(|| runner::run(&s));
+    bar.finish_and_clear();
+    let report = report?;
     let real = summary(&s, &report);
-    let sim = args.compare_sim.then(|| runner::run(&s));
     let real_paths: Vec<Series> = report.paths.iter().map(|p| p.trace.clone()).collect();
     let rows = sim
         .as_ref()
@@ -414,6 +427,7 @@ pub fn run(args: TunnelArgs) -> Result<(), String> {
             "comparison": rows.as_ref().map(|r| r.iter().map(Row::json).collect::<Vec<_>>()),
             "wire_bytes": report.paths.iter().map(|p| p.wire_bytes).collect::<Vec<_>>(),
             "accounted": accounted.is_ok(),
+            "garbage_dropped": { "entry": report.garbage[0], "far_end": report.garbage[1] },
         });
         crate::emit(&format!("{value:#}\n"));
     } else {
@@ -425,16 +439,19 @@ pub fn run(args: TunnelArgs) -> Result<(), String> {
             .collect();
         crate::emit(&format!(
             "bytes per tunnel packet on the wire (IPv4 to AEAD tag), as the emulators counted: \
-             {}; the simulator's QUIC tunnel counts {}\n",
+             {}; the simulator's QUIC tunnel counts {}\ndatagrams from strangers dropped: {} \
+             at the entry, {} at the far ends\n",
             wire.join(", "),
             spec.packet_size as u32 + kleinrock_lab::tunnel::QUIC_HEADER,
+            report.garbage[0],
+            report.garbage[1],
         ));
         if let Some(rows) = &rows {
             crate::emit(&format!("\nreal vs simulated\n\n{}", render(rows)));
         }
     }
     if let Some(dir) = &args.out {
-        save(dir, &real, &report, sim.as_ref())?;
+        save(dir, &real, &report, sim.as_ref(), args.quiet)?;
     }
     accounted.map_err(|e| format!("a packet is not accounted for: {e}"))?;
     match invalid(&report) {
@@ -454,6 +471,7 @@ mod tests {
         pick(
             load(&file, &[]).expect("shipped scenarios load"),
             Some(point),
+            "`kleinrock tunnel`",
         )
         .expect("a point")
     }

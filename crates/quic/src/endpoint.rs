@@ -172,7 +172,7 @@ impl std::error::Error for Error {
     }
 }
 
-fn io(context: &'static str) -> impl FnOnce(std::io::Error) -> Error {
+pub(crate) fn io(context: &'static str) -> impl FnOnce(std::io::Error) -> Error {
     move |source| Error::Io { context, source }
 }
 
@@ -625,17 +625,22 @@ impl ServerHandle {
             // The accept task ends (cancelled); its connections are dropped with it.
             let _ = accept.await;
         }
-        // The endpoint's driver task drops the socket once it sees the endpoint closed.
-        let deadline = Instant::now() + RELEASE_WAIT;
-        loop {
-            if UdpSocket::bind(self.addr).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::NotReleased(self.addr));
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
+        wait_released(self.addr).await
+    }
+}
+
+/// Waits until `addr`'s UDP port can be bound again: a closed endpoint's driver task drops its
+/// socket once it sees the endpoint closed.
+pub(crate) async fn wait_released(addr: SocketAddr) -> Result<(), Error> {
+    let deadline = Instant::now() + RELEASE_WAIT;
+    loop {
+        if UdpSocket::bind(addr).is_ok() {
+            return Ok(());
         }
+        if Instant::now() >= deadline {
+            return Err(Error::NotReleased(addr));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 

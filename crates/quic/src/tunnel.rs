@@ -22,6 +22,7 @@
 
 mod entry;
 mod far_end;
+mod gate;
 pub mod wire;
 
 use crate::adapter::{CcCounters, CcFactory, CcProbe};
@@ -32,6 +33,7 @@ use entry::Entry;
 pub use entry::EntryCounts;
 pub use far_end::FarCounts;
 use far_end::{Clock, FarEnd};
+use gate::{Gate, GatedSocket};
 use kleinrock_cc::multipath::reorder::{LatencySpread, ReorderConfig};
 use kleinrock_cc::multipath::scheduler::{SchedulerKind, SubflowView};
 use kleinrock_cc::{ControllerConfig, Params, Rate};
@@ -63,6 +65,8 @@ const RECEIVE_BUFFER: usize = 8 << 20;
 const DATAGRAM_ENABLED: usize = 1 << 16;
 /// How often the far end checks the reordering stage's idle expiry.
 const EXPIRY_TICK: Duration = Duration::from_millis(1);
+/// How long a closing endpoint waits for its connections to say goodbye.
+const CLOSE_WAIT: Duration = Duration::from_millis(200);
 /// How long after the source stops the far end still takes arrivals (packets on the way).
 const DRAIN: Duration = Duration::from_millis(300);
 
@@ -197,6 +201,9 @@ pub struct TunnelReport {
     pub queued_at_end: u64,
     /// Packets the reordering stage held when the run ended.
     pub buffered_at_end: u64,
+    /// Datagrams from anyone but their peer, dropped at the entry's sockets and at the far
+    /// ends' (once each path's connection was up).
+    pub garbage: [u64; 2],
 }
 
 impl TunnelReport {
@@ -236,11 +243,15 @@ impl TunnelReport {
 struct FarPath {
     endpoint: noq::Endpoint,
     emulator: Arc<EmulatorHandle>,
+    /// Passes only the emulator's datagrams once the path's connection is up.
+    gate: Arc<Gate>,
 }
 
 /// A path's entry: the connection and its controller's probe.
 struct EntryPath {
     endpoint: noq::Endpoint,
+    /// Passes only the path's emulator's datagrams.
+    gate: Arc<Gate>,
     conn: noq::Connection,
     probe: CcProbe,
     priority: u8,
@@ -274,8 +285,27 @@ fn ns_since(epoch: Instant) -> u64 {
     epoch.elapsed().as_nanos() as u64
 }
 
+/// Where a path's pieces listen, once the path's connection is up.
+#[derive(Clone, Copy, Debug)]
+pub struct PathEnds {
+    /// The entry's socket.
+    pub entry: Option<SocketAddr>,
+    /// The emulator's listening socket.
+    pub emulator: SocketAddr,
+    /// The far end's socket.
+    pub far: Option<SocketAddr>,
+}
+
 /// Runs the tunnel of `spec` on loopback for its duration and returns what it measured.
 pub async fn run(spec: &TunnelSpec) -> Result<TunnelReport, String> {
+    run_with(spec, |_| {}).await
+}
+
+/// [`run`], calling `on_ready` with each path's addresses once every connection is up.
+pub async fn run_with(
+    spec: &TunnelSpec,
+    on_ready: impl FnOnce(&[PathEnds]),
+) -> Result<TunnelReport, String> {
     spec.check()?;
     let epoch = Instant::now();
     let (cert, server_config) = far_end_config(spec).map_err(|e| e.to_string())?;
@@ -294,9 +324,21 @@ pub async fn run(spec: &TunnelSpec) -> Result<TunnelReport, String> {
         entries.push(entry_path(spec, p, far, &cert, epoch, &signal).await?);
     }
     let mut incoming = Vec::new();
-    for a in accepting {
-        incoming.push(a.await.map_err(|e| e.to_string())??);
+    for (a, far) in accepting.into_iter().zip(&far_paths) {
+        let (conn, peer) = a.await.map_err(|e| e.to_string())??;
+        far.gate.admit_only(peer);
+        incoming.push(conn);
     }
+    let ends: Vec<PathEnds> = entries
+        .iter()
+        .zip(&far_paths)
+        .map(|(e, f)| PathEnds {
+            entry: e.endpoint.local_addr().ok(),
+            emulator: f.emulator.listen_addr(),
+            far: f.endpoint.local_addr().ok(),
+        })
+        .collect();
+    on_ready(&ends);
     let clock = Clock {
         interval_ns: spec.trace_interval.as_nanos() as u64,
         warmup_ns: spec.warmup.as_nanos() as u64,
@@ -339,8 +381,10 @@ pub async fn run(spec: &TunnelSpec) -> Result<TunnelReport, String> {
     let (entries, entry_counts, queued) = sent?;
     let window = window.await.unwrap_or_default();
     tokio::time::sleep(DRAIN).await;
-    for t in &tasks {
+    for t in tasks {
         t.abort();
+        // Cancelled: its connection handle is dropped with it.
+        let _ = t.await;
     }
     let mut samples = Vec::new();
     for r in recorders {
@@ -348,16 +392,20 @@ pub async fn run(spec: &TunnelSpec) -> Result<TunnelReport, String> {
     }
     let far = std::mem::replace(&mut *lock(&far), FarEnd::new(spec.reorder, 0, clock));
     let mut paths = Vec::new();
+    for c in incoming {
+        c.close(0u32.into(), b"done");
+    }
+    let garbage = [
+        entries.iter().map(|e| e.gate.dropped()).sum(),
+        far_paths.iter().map(|f| f.gate.dropped()).sum(),
+    ];
     let ends = entries.into_iter().zip(far_paths).zip(samples);
     for (k, ((e, f), s)) in ends.enumerate() {
         let links = window.get(k).map(|[warm, end]| {
             [(&end.forward, &warm.forward), (&end.reverse, &warm.reverse)]
                 .map(|(e, w)| windowed(&e.link, &w.link, warm.elapsed, end.elapsed))
         });
-        paths.push(finish_path(spec, k, (e, f), s, links.unwrap_or_default(), &far).await);
-    }
-    for c in incoming {
-        c.close(0u32.into(), b"done");
+        paths.push(finish_path(spec, k, (e, f), s, links.unwrap_or_default(), &far).await?);
     }
     let intervals = spec
         .duration
@@ -375,6 +423,7 @@ pub async fn run(spec: &TunnelSpec) -> Result<TunnelReport, String> {
         far: far.counts,
         queued_at_end: queued as u64,
         buffered_at_end: far.buffered() as u64,
+        garbage,
     })
 }
 
@@ -421,15 +470,9 @@ fn far_path(
     config: ServerConfig,
 ) -> Result<FarPath, String> {
     let loopback: SocketAddr = "127.0.0.1:0".parse().expect("a literal address");
-    let socket = endpoint::udp_socket(loopback, endpoint::DEFAULT_SOCKET_BUFFER)
-        .map_err(|e| e.to_string())?;
-    let endpoint = noq::Endpoint::new(
-        endpoint::endpoint_config().map_err(|e| e.to_string())?,
-        Some(config),
-        socket,
-        Arc::new(noq::TokioRuntime),
-    )
-    .map_err(|e| format!("path {}: starting the far end: {e}", p.name))?;
+    let gate = Arc::new(Gate::default());
+    let endpoint = gated_endpoint(Some(config), gate.clone())
+        .map_err(|e| format!("path {}: starting the far end: {e}", p.name))?;
     let server = endpoint
         .local_addr()
         .map_err(|e| format!("path {}: {e}", p.name))?;
@@ -445,7 +488,22 @@ fn far_path(
     Ok(FarPath {
         endpoint,
         emulator: Arc::new(emulator),
+        gate,
     })
+}
+
+/// A QUIC endpoint on a new loopback UDP socket behind `gate`, a server with `server`.
+fn gated_endpoint(server: Option<ServerConfig>, gate: Arc<Gate>) -> Result<noq::Endpoint, Error> {
+    let loopback: SocketAddr = "127.0.0.1:0".parse().expect("a literal address");
+    let socket = endpoint::udp_socket(loopback, endpoint::DEFAULT_SOCKET_BUFFER)?;
+    let socket = GatedSocket::new(socket, gate).map_err(endpoint::io("wrapping the UDP socket"))?;
+    noq::Endpoint::new_with_abstract_socket(
+        endpoint::endpoint_config()?,
+        server,
+        Box::new(socket),
+        Arc::new(noq::TokioRuntime),
+    )
+    .map_err(endpoint::io("starting the QUIC endpoint"))
 }
 
 /// The entry's connection over path `p`, through its emulator, under the path's controller.
@@ -480,16 +538,9 @@ async fn entry_path(
         // none.
         .datagram_receive_buffer_size(Some(DATAGRAM_ENABLED));
     client.transport_config(Arc::new(transport));
-    let loopback: SocketAddr = "127.0.0.1:0".parse().expect("a literal address");
-    let socket =
-        endpoint::udp_socket(loopback, endpoint::DEFAULT_SOCKET_BUFFER).map_err(|e| at(&e))?;
-    let endpoint = noq::Endpoint::new(
-        endpoint::endpoint_config().map_err(|e| at(&e))?,
-        None,
-        socket,
-        Arc::new(noq::TokioRuntime),
-    )
-    .map_err(|e| at(&e))?;
+    let gate = Arc::new(Gate::default());
+    gate.admit_only(far.emulator.listen_addr());
+    let endpoint = gated_endpoint(None, gate.clone()).map_err(|e| at(&e))?;
     endpoint.set_default_client_config(client);
     let conn = endpoint
         .connect(far.emulator.listen_addr(), SERVER_NAME)
@@ -505,6 +556,7 @@ async fn entry_path(
     }
     Ok(EntryPath {
         endpoint,
+        gate,
         conn,
         probe: factory.probe(),
         priority: p.priority,
@@ -512,15 +564,17 @@ async fn entry_path(
     })
 }
 
-/// The far end's side of a path's connection.
-async fn accept(endpoint: noq::Endpoint) -> Result<noq::Connection, String> {
+/// The far end's side of a path's connection, and its peer's address.
+async fn accept(endpoint: noq::Endpoint) -> Result<(noq::Connection, SocketAddr), String> {
     let incoming = endpoint
         .accept()
         .await
         .ok_or("the far end stopped before the entry connected")?;
-    incoming
+    let peer = incoming.remote_address();
+    let conn = incoming
         .await
-        .map_err(|e| format!("the far end's handshake failed: {e}"))
+        .map_err(|e| format!("the far end's handshake failed: {e}"))?;
+    Ok((conn, peer))
 }
 
 /// The paths' one-way latencies (half their latest RTT, as MP-DCCP's MP_DELAY gives them) for
@@ -702,7 +756,7 @@ async fn finish_path(
     controller: Series,
     links: [LinkStats; 2],
     far: &FarEnd,
-) -> PathReport {
+) -> Result<PathReport, String> {
     let interval_ns = spec.trace_interval.as_nanos() as u64;
     let intervals = spec
         .duration
@@ -713,19 +767,20 @@ async fn finish_path(
     let cc = e.probe.sample().map(|s| s.counters).unwrap_or_default();
     let rtt = e.probe.rtt_histogram().unwrap_or_default();
     e.conn.close(0u32.into(), b"done");
-    let _ = tokio::time::timeout(Duration::from_millis(200), e.endpoint.wait_idle()).await;
+    drop(e.conn);
+    release(e.endpoint).await?;
+    release(f.endpoint).await?;
     let emulator = match Arc::try_unwrap(f.emulator) {
         Ok(handle) => handle.shutdown(),
         Err(shared) => shared.stats(),
     };
-    f.endpoint.close(0u32.into(), b"done");
     let fwd = &emulator.forward;
     let wire_bytes = if fwd.datagrams_in == 0 {
         f64::NAN
     } else {
         fwd.bytes_in as f64 / fwd.datagrams_in as f64 + IPV4_UDP_HEADER as f64
     };
-    PathReport {
+    Ok(PathReport {
         name: spec.paths[k].name.clone(),
         trace,
         controller,
@@ -738,5 +793,16 @@ async fn finish_path(
         wire_bytes,
         emulator,
         links,
-    }
+    })
+}
+
+/// Closes `endpoint` and waits until its port is free again.
+async fn release(endpoint: noq::Endpoint) -> Result<(), String> {
+    let addr = endpoint.local_addr().map_err(|e| e.to_string())?;
+    endpoint.close(0u32.into(), b"done");
+    let _ = tokio::time::timeout(CLOSE_WAIT, endpoint.wait_idle()).await;
+    drop(endpoint);
+    endpoint::wait_released(addr)
+        .await
+        .map_err(|e| e.to_string())
 }
