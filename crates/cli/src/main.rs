@@ -91,7 +91,8 @@ enum Command {
         quiet: bool,
     },
     /// (Re)build report.html, the self-contained HTML report with plots, in an output
-    /// directory of `run`, `sweep`, `demo`, `reproduce` or `transfer`, without rerunning.
+    /// directory of `run`, `sweep`, `demo`, `reproduce`, `transfer` or `tunnel`, without
+    /// rerunning.
     Report {
         /// The output directory (what --out wrote).
         dir: PathBuf,

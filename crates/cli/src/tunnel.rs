@@ -43,8 +43,9 @@ pub struct TunnelArgs {
     /// Print the summaries as JSON instead of tables.
     #[arg(long)]
     json: bool,
-    /// Write summary.json (both runs), the real run's traces (real/tunnels/) and, with
-    /// --compare-sim, the simulated run's outputs (simulated/) to this directory.
+    /// Write summary.json (both runs), the real run's traces (real/tunnels/, real/flows/),
+    /// with --compare-sim the simulated run's outputs (simulated/), and report.html to this
+    /// directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Show no progress and no "wrote DIR" line (progress is shown only when standard error is
@@ -332,10 +333,13 @@ fn render(rows: &[Row]) -> String {
     t.render()
 }
 
-/// Writes summary.json, the real run's traces and the simulated run's outputs under `dir`,
-/// atomically.
+/// Writes summary.json, the real run's traces where a simulated run has them (each path's
+/// `tunnels/TUNNEL.PATH.csv`, the carried flow's `flows/FLOW.csv` after reordering, and each
+/// path's controller in `tunnels/TUNNEL.PATH.controller.csv`), the simulated run's outputs and
+/// report.html under `dir`, atomically.
 fn save(
     dir: &Path,
+    s: &Scenario,
     real: &Summary,
     report: &TunnelReport,
     sim: Option<&RunOutput>,
@@ -345,24 +349,23 @@ fn save(
         "real": real,
         "simulated": sim.map(|o| &o.summary),
     });
-    let traces = report
-        .paths
-        .iter()
-        .flat_map(|p| [&p.trace, &p.controller])
-        .chain(std::iter::once(&report.trace));
+    let tunnel = &s.tunnels[0].name;
+    let mut traces: Vec<(String, &Series)> = Vec::new();
+    for p in &report.paths {
+        traces.push((format!("tunnels/{tunnel}.{}.csv", p.name), &p.trace));
+        let controller = format!("tunnels/{tunnel}.{}.controller.csv", p.name);
+        traces.push((controller, &p.controller));
+    }
+    traces.push((format!("flows/{}.csv", s.flows[0].name), &report.trace));
     write_atomically(dir, |tmp| {
         write_file(&tmp.join("summary.json"), |w| writeln!(w, "{summary:#}"))?;
-        for trace in traces {
-            let file = tmp
-                .join("real")
-                .join("tunnels")
-                .join(format!("{}.csv", trace.name));
-            write_file(&file, |w| trace.write_csv(w))?;
+        for (file, trace) in &traces {
+            write_file(&tmp.join("real").join(file), |w| trace.write_csv(w))?;
         }
         if let Some(o) = sim {
             runner::write_run(&tmp.join("simulated"), o)?;
         }
-        Ok(())
+        kleinrock_lab::html::write_report(tmp).map_err(std::io::Error::other)
     })
     .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
     if !quiet {
@@ -451,7 +454,7 @@ pub fn run(args: TunnelArgs) -> Result<(), String> {
         }
     }
     if let Some(dir) = &args.out {
-        save(dir, &real, &report, sim.as_ref(), args.quiet)?;
+        save(dir, &s, &real, &report, sim.as_ref(), args.quiet)?;
     }
     accounted.map_err(|e| format!("a packet is not accounted for: {e}"))?;
     match invalid(&report) {

@@ -11,6 +11,7 @@
 //! whose emulator fell behind fails with the reason, never passes.
 
 use serde_json::Value;
+use std::path::Path;
 use std::process::Command;
 
 /// Spill time, s: the tolerance.
@@ -20,12 +21,14 @@ const SPLIT_TOLERANCE_MBPS: f64 = 1.0;
 /// End-to-end latency p95, relative: the tolerance.
 const LATENCY_TOLERANCE: f64 = 0.25;
 
-/// Runs point `point` of the QUIC version of Figure 6 for real beside the simulator.
-fn fig6(point: &str) -> Value {
+/// Runs point `point` of the QUIC version of Figure 6 for real beside the simulator, writing
+/// the outputs to `dir`.
+fn fig6(point: &str, dir: &Path) -> Value {
     let scenario = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../scenarios/ccid5/fig6_quic_tunnel.toml"
     );
+    let _ = std::fs::remove_dir_all(dir);
     let out = Command::new(env!("CARGO_BIN_EXE_kleinrock"))
         .args([
             "tunnel",
@@ -34,7 +37,10 @@ fn fig6(point: &str) -> Value {
             point,
             "--compare-sim",
             "--json",
+            "-q",
         ])
+        .arg("--out")
+        .arg(dir)
         .output()
         .expect("kleinrock runs");
     assert!(
@@ -62,7 +68,9 @@ fn row(v: &Value, metric: &str) -> (f64, f64) {
 #[test]
 fn figure_6_over_quic_paths_agrees_with_the_simulator_with_bbr_and_with_newreno() {
     for (point, cc) in [("1", "bbr"), ("2", "newreno")] {
-        let v = fig6(point);
+        let dir =
+            std::env::temp_dir().join(format!("kleinrock-tunnel-{cc}-{}", std::process::id()));
+        let v = fig6(point, &dir);
         assert_eq!(v["real"]["tunnels"][0]["paths"][0]["cc"], cc);
         assert_eq!(v["accounted"], true, "{cc}: every packet accounted for");
         let spill = row(&v, "path2 first carries 1/4 of the source, s");
@@ -92,5 +100,15 @@ fn figure_6_over_quic_paths_agrees_with_the_simulator_with_bbr_and_with_newreno(
             // bytes on the wire.
             assert!((1516.0..=1519.0).contains(&w), "{cc}: {w} bytes per packet");
         }
+        // The report plots each path's received rate and latency, as a simulated run's does.
+        let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+        for part in [
+            "Tunnel bundle",
+            "bundle: received per path",
+            "bundle: latency per path",
+        ] {
+            assert!(html.contains(part), "{cc}: the report has no `{part}`");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

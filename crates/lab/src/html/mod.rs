@@ -72,7 +72,8 @@ fn kind(dir: &Path) -> Result<Kind, String> {
             continue;
         }
         let value = read_json(&path)?;
-        // `kleinrock transfer` writes the real run's summary beside the simulated one.
+        // `kleinrock transfer` and `tunnel` write the real run's summary beside the simulated
+        // one.
         if file == "summary.json" && value.get("real").is_some() {
             return Ok(Kind::Transfer(value));
         }
