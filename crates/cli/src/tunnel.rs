@@ -66,6 +66,7 @@ pub fn spec(s: &Scenario) -> Result<TunnelSpec, String> {
                 .into(),
         );
     }
+    simulated_only_settings(plan)?;
     let [flow] = &s.flows[..] else {
         return Err("a real tunnel carries exactly one flow".into());
     };
@@ -80,6 +81,13 @@ pub fn spec(s: &Scenario) -> Result<TunnelSpec, String> {
                 .into(),
         );
     };
+    let (lo, hi) = tunnel::packet_size_range();
+    if !(lo..=hi).contains(&(packet_size as usize)) {
+        return Err(format!(
+            "flows[0].packet_size: {packet_size} bytes do not fit a QUIC packet with the \
+             tunnel's header; accepted: {lo} to {hi}"
+        ));
+    }
     let AppConfig::ConstantRate { rate, bytes: None } = flow.app else {
         return Err("flows[0]: a real tunnel's flow sends at a constant rate, unbounded".into());
     };
@@ -120,6 +128,27 @@ pub fn spec(s: &Scenario) -> Result<TunnelSpec, String> {
     })
 }
 
+/// Refuses a QUIC tunnel's settings that only the simulator's model of it has: on the real
+/// datapath, QUIC makes the sizes, noq paces and acknowledges, and no subflow has a queue.
+fn simulated_only_settings(plan: &kleinrock_lab::tunnel::TunnelPlan) -> Result<(), String> {
+    let d = kleinrock_lab::tunnel::quic_transport();
+    let t = &plan.transport;
+    let fields = [
+        ("header_size", t.header_size != d.header_size),
+        ("packet_size", t.packet_size != d.packet_size),
+        ("tx_qlen", t.tx_qlen != d.tx_qlen),
+        ("ack_ratio", t.ack_ratio != d.ack_ratio),
+        ("pacing", t.pacing != d.pacing),
+    ];
+    match fields.iter().find(|(_, changed)| *changed) {
+        Some((name, _)) => Err(format!(
+            "tunnels[0].{name}: set only in the simulator's model of a QUIC tunnel; on the \
+             real datapath QUIC and noq decide it (remove it to run the tunnel for real)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The real run as a [`Summary`] with the metrics of a simulated one.
 pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
     let window_s = r.window_s.max(1e-9);
@@ -133,8 +162,8 @@ pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
             cc: plan.cc.clone(),
             throughput_bps: p.window_bytes as f64 * 8.0 / window_s,
             share: p.window_bytes as f64 / total.max(1) as f64,
-            sent_packets: p.sent,
-            lost_packets: p.sent.saturating_sub(p.arrived),
+            sent_packets: p.window[0],
+            lost_packets: p.window[0].saturating_sub(p.window[1]),
             rtt_mean_ms: p.rtt.mean().map(|ns| ns / 1e6),
             latency: Latency::of(&p.latency),
             loss_events: p.cc.loss_events,
@@ -146,7 +175,7 @@ pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
         forwarded: r.far.forwarded,
         forwarded_late: r.far.forwarded_late,
         queue_drops: r.entry.queue_drops,
-        send_queue_drops: r.entry.send_failures,
+        send_queue_drops: 0,
         lost_on_paths: r
             .paths
             .iter()
@@ -172,13 +201,16 @@ pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
         _ => 1.0,
     };
     let goodput_bps = r.window_bytes as f64 * 8.0 * payload / window_s;
+    // The packets that entered in the window and were not forwarded, as a simulated flow's.
+    let entered = r.entry.entered_window.max(1);
+    let loss_rate = entered.saturating_sub(r.forwarded_window) as f64 / entered as f64;
     let flow = FlowMetrics {
         name: flow.name.clone(),
         cc: flow.cc_name().to_string(),
         active_s: window_s,
         goodput_bps,
         throughput_bps: goodput_bps,
-        loss_rate: 0.0,
+        loss_rate,
         rtt_mean_ms: None,
         rtt_std_ms: None,
         rtt_p50_ms: None,
@@ -343,11 +375,13 @@ fn save(
     real: &Summary,
     report: &TunnelReport,
     sim: Option<&RunOutput>,
+    checks: &Checks,
     quiet: bool,
 ) -> Result<(), String> {
     let summary = serde_json::json!({
         "real": real,
         "simulated": sim.map(|o| &o.summary),
+        "checks": checks.json(),
     });
     let tunnel = &s.tunnels[0].name;
     let mut traces: Vec<(String, &Series)> = Vec::new();
@@ -374,33 +408,6 @@ fn save(
     Ok(())
 }
 
-/// Why the real run does not count, if it does not.
-fn invalid(report: &TunnelReport) -> Option<String> {
-    let bad: Vec<String> = report
-        .paths
-        .iter()
-        .filter(|p| !p.emulator.valid)
-        .map(|p| {
-            format!(
-                "path {}: lateness p99 {:?} > {:?}{}",
-                p.name,
-                p.emulator.lateness_p99(),
-                p.emulator.lateness_bound,
-                p.emulator
-                    .failure
-                    .as_deref()
-                    .map_or(String::new(), |f| format!("; {f}"))
-            )
-        })
-        .collect();
-    (!bad.is_empty()).then(|| {
-        format!(
-            "an emulator fell behind ({}): this run is not valid; the machine is too busy",
-            bad.join("; ")
-        )
-    })
-}
-
 /// Runs `kleinrock tunnel`.
 pub fn run(args: TunnelArgs) -> Result<(), String> {
     let set = load(&args.scenario, &args.set).map_err(|e| e.to_string())?;
@@ -422,15 +429,19 @@ pub fn run(args: TunnelArgs) -> Result<(), String> {
     let rows = sim
         .as_ref()
         .map(|sim| comparison(&s, &real, &real_paths, sim));
-    let accounted = report.accounted();
+    let checks = Checks::of(&report);
     if args.json {
         let value = serde_json::json!({
             "real": real,
             "simulated": sim.as_ref().map(|o| &o.summary),
             "comparison": rows.as_ref().map(|r| r.iter().map(Row::json).collect::<Vec<_>>()),
             "wire_bytes": report.paths.iter().map(|p| p.wire_bytes).collect::<Vec<_>>(),
-            "accounted": accounted.is_ok(),
-            "garbage_dropped": { "entry": report.garbage[0], "far_end": report.garbage[1] },
+            "garbage_dropped": {
+                "entry": report.garbage.entry,
+                "far_end": report.garbage.far_end,
+            },
+            "send_failures": report.entry.send_failures,
+            "checks": checks.json(),
         });
         crate::emit(&format!("{value:#}\n"));
     } else {
@@ -443,23 +454,54 @@ pub fn run(args: TunnelArgs) -> Result<(), String> {
         crate::emit(&format!(
             "bytes per tunnel packet on the wire (IPv4 to AEAD tag), as the emulators counted: \
              {}; the simulator's QUIC tunnel counts {}\ndatagrams from strangers dropped: {} \
-             at the entry, {} at the far ends\n",
+             at the entry, {} at the far ends; the source's lateness p99 {:.0} us\n",
             wire.join(", "),
             spec.packet_size as u32 + kleinrock_lab::tunnel::QUIC_HEADER,
-            report.garbage[0],
-            report.garbage[1],
+            report.garbage.entry,
+            report.garbage.far_end,
+            report.source_lateness.quantile(0.99).unwrap_or(0.0) / 1e3,
         ));
         if let Some(rows) = &rows {
             crate::emit(&format!("\nreal vs simulated\n\n{}", render(rows)));
         }
     }
     if let Some(dir) = &args.out {
-        save(dir, &s, &real, &report, sim.as_ref(), args.quiet)?;
+        save(dir, &s, &real, &report, sim.as_ref(), &checks, args.quiet)?;
     }
-    accounted.map_err(|e| format!("a packet is not accounted for: {e}"))?;
-    match invalid(&report) {
-        Some(why) => Err(why),
-        None => Ok(()),
+    checks.outcome()
+}
+
+/// Whether the real run counts: every packet accounted for, and every emulator, the source
+/// and every path's connection lasting the run.
+struct Checks {
+    accounted: Result<(), String>,
+    invalid: Option<String>,
+}
+
+impl Checks {
+    fn of(report: &TunnelReport) -> Self {
+        Checks {
+            accounted: report.accounted(),
+            invalid: report.invalid(),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "accounted": self.accounted.is_ok(),
+            "valid": self.invalid.is_none(),
+            "why": self.accounted.as_ref().err().or(self.invalid.as_ref()),
+        })
+    }
+
+    /// The command's result: an error (exit status 2) if the run does not count.
+    fn outcome(self) -> Result<(), String> {
+        self.accounted
+            .map_err(|e| format!("a packet is not accounted for: {e}"))?;
+        match self.invalid {
+            Some(why) => Err(format!("this run is not valid: {why}")),
+            None => Ok(()),
+        }
     }
 }
 
@@ -499,5 +541,14 @@ mod tests {
             spec(&fig7).is_err(),
             "a reliable flow inside runs only in the simulator"
         );
+        let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/ccid5/fig6_quic_tunnel.toml");
+        for field in ["header_size=52", "tx_qlen=1", "pacing=false", "ack_ratio=1"] {
+            let set = load(&file, &[format!("tunnels.0.{field}")]).expect("loads");
+            let s = pick(set, Some(1), "`kleinrock tunnel`").expect("a point");
+            let e = spec(&s).expect_err("a setting only the simulator has");
+            let name = field.split('=').next().expect("a name");
+            assert!(e.starts_with(&format!("tunnels[0].{name}:")), "{e}");
+        }
     }
 }

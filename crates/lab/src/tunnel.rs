@@ -254,6 +254,16 @@ fn check_path_controller(cc: &str, quic: bool) -> Result<(), String> {
     })
 }
 
+/// A QUIC tunnel's paths' settings by default: QUIC's sizes, and paced.
+pub fn quic_transport() -> DccpConfig {
+    DccpConfig {
+        header_size: QUIC_HEADER,
+        ack_header_size: QUIC_ACK_HEADER,
+        pacing: true,
+        ..DccpConfig::default()
+    }
+}
+
 /// The subflows' transport settings. A QUIC tunnel's paths are modelled by the same unreliable
 /// subflow with QUIC's sizes, its ACK every second packet and the host pacing that noq does
 /// (docs/mpdccp.md, "A QUIC tunnel").
@@ -262,14 +272,14 @@ fn resolve_transport(
     at: &dyn Fn(&str) -> String,
     quic: bool,
 ) -> FieldResult<DccpConfig> {
-    let mut c = DccpConfig {
-        header_size: DEFAULT_HEADER,
-        ..DccpConfig::default()
+    let mut c = if quic {
+        quic_transport()
+    } else {
+        DccpConfig {
+            header_size: DEFAULT_HEADER,
+            ..DccpConfig::default()
+        }
     };
-    if quic {
-        c.header_size = QUIC_HEADER;
-        c.ack_header_size = QUIC_ACK_HEADER;
-    }
     if let Some(s) = t.packet_size {
         let s = whole_within(s, limits::MIN_PACKET_BYTES, 65_535);
         c.packet_size = field(at("packet_size"), s)? as u32;
@@ -283,7 +293,7 @@ fn resolve_transport(
     if let Some(r) = t.ack_ratio {
         c.ack_ratio = field(at("ack_ratio"), whole_within(r, 1, limits::MAX_ACK_RATIO))?;
     }
-    c.pacing = t.pacing.unwrap_or(quic);
+    c.pacing = t.pacing.unwrap_or(c.pacing);
     Ok(c)
 }
 

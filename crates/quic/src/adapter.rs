@@ -126,16 +126,16 @@ pub struct CcFactory {
     owd: OwdFeed,
     /// Called after every ACK and congestion event of its controllers (the window may have
     /// opened), for a sender that hands packets over only while the window has room.
-    on_ack: Option<AckHook>,
+    wake: Option<WakeHook>,
 }
 
 /// What a controller calls after every ACK and congestion event ([`CcFactory::waking`]).
 #[derive(Clone)]
-struct AckHook(Arc<dyn Fn() + Send + Sync>);
+struct WakeHook(Arc<dyn Fn() + Send + Sync>);
 
-impl fmt::Debug for AckHook {
+impl fmt::Debug for WakeHook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("AckHook")
+        f.write_str("WakeHook")
     }
 }
 
@@ -168,13 +168,13 @@ impl CcFactory {
             probe: CcProbe::new(clock),
             parent: None,
             owd: OwdFeed::default(),
-            on_ack: None,
+            wake: None,
         })
     }
 
     /// This factory with its controllers calling `wake` after every ACK and congestion event.
     pub fn waking(mut self, wake: impl Fn() + Send + Sync + 'static) -> CcFactory {
-        self.on_ack = Some(AckHook(Arc::new(wake)));
+        self.wake = Some(WakeHook(Arc::new(wake)));
         self
     }
 
@@ -195,7 +195,7 @@ impl CcFactory {
             probe: CcProbe::new(self.clock),
             parent: Some(self.parent.clone().unwrap_or_else(|| self.probe.clone())),
             owd: OwdFeed::default(),
-            on_ack: self.on_ack.clone(),
+            wake: self.wake.clone(),
         }
     }
 
@@ -406,6 +406,17 @@ pub struct CcCounters {
     pub spurious_congestion_events: u64,
 }
 
+/// What is in flight on a connection path, and its RTT ([`CcProbe::flight`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flight {
+    /// Bytes in flight as the adapter counts them.
+    pub in_flight: u64,
+    /// The smoothed RTT.
+    pub smoothed_rtt: Option<Duration>,
+    /// The latest RTT sample.
+    pub latest_rtt: Option<Duration>,
+}
+
 /// One observation of a running controller and its connection path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeSample {
@@ -489,12 +500,16 @@ impl CcProbe {
         })
     }
 
-    /// Bytes in flight and the smoothed and latest RTT, without the rest of a
-    /// [`CcProbe::sample`]; `None` before the factory built a controller.
-    pub fn flight(&self) -> Option<(u64, Option<Duration>, Option<Duration>)> {
+    /// Bytes in flight and the RTT estimates, without the rest of a [`CcProbe::sample`];
+    /// `None` before the factory built a controller.
+    pub fn flight(&self) -> Option<Flight> {
         let state = self.state()?;
         let s = lock(&state);
-        Some((s.in_flight, s.rtt.smoothed(), s.rtt.latest()))
+        Some(Flight {
+            in_flight: s.in_flight,
+            smoothed_rtt: s.rtt.smoothed(),
+            latest_rtt: s.rtt.latest(),
+        })
     }
 
     /// Every RTT sample the controller got, in nanoseconds (mean, std, percentiles, CDF as the
@@ -967,7 +982,7 @@ impl Adapter {
     }
 
     fn wake(&self) {
-        if let Some(AckHook(wake)) = &self.factory.on_ack {
+        if let Some(WakeHook(wake)) = &self.factory.wake {
             wake();
         }
     }

@@ -26,7 +26,9 @@ mod gate;
 pub mod wire;
 
 use crate::adapter::{CcCounters, CcFactory, CcProbe};
-use crate::emulator::{self, EmulatorConfig, EmulatorHandle, EmulatorStats, IPV4_UDP_HEADER};
+use crate::emulator::{
+    self, DirectionStats, EmulatorConfig, EmulatorHandle, EmulatorStats, IPV4_UDP_HEADER,
+};
 use crate::endpoint::{self, Error, SERVER_NAME};
 use crate::trace::ProbeRecorder;
 use entry::Entry;
@@ -65,6 +67,13 @@ const RECEIVE_BUFFER: usize = 8 << 20;
 const DATAGRAM_ENABLED: usize = 1 << 16;
 /// How often the far end checks the reordering stage's idle expiry.
 const EXPIRY_TICK: Duration = Duration::from_millis(1);
+/// How often the entry's connections send a PING when they have nothing else to send, so that
+/// neither QUIC's idle timeout nor the emulator's client slot ends a path the scheduler leaves
+/// unused (a backup path, a lower priority).
+const KEEP_ALIVE: Duration = Duration::from_secs(1);
+/// The p99 of the source's lateness (a packet's entry time less its due time) above which
+/// the run does not count: the entry's thread did not keep time.
+pub const SOURCE_LATENESS_BOUND: Duration = Duration::from_millis(1);
 /// How long a closing endpoint waits for its connections to say goodbye.
 const CLOSE_WAIT: Duration = Duration::from_millis(200);
 /// How long after the source stops the far end still takes arrivals (packets on the way).
@@ -117,7 +126,8 @@ pub struct TunnelSpec {
 
 impl TunnelSpec {
     /// The largest UDP payload of a tunnel packet: the connections' packet size, which their
-    /// controllers count in.
+    /// controllers count in (the simulator's count in the packet with its IPv4 and UDP
+    /// headers, 28 bytes more).
     pub fn quic_packet_size(&self) -> usize {
         self.packet_size + HEADER + QUIC_OVERHEAD
     }
@@ -142,9 +152,29 @@ impl TunnelSpec {
         if self.trace_interval.is_zero() {
             return Err("the trace interval must be above zero".into());
         }
+        if self.warmup >= self.duration {
+            return Err("the measurement window opens after the run ends".into());
+        }
+        let (lo, hi) = packet_size_range();
+        if !(lo..=hi).contains(&self.packet_size) {
+            return Err(format!(
+                "a carried packet of {} bytes does not fit a QUIC packet; accepted: {lo} to {hi}",
+                self.packet_size
+            ));
+        }
         Ok(())
     }
 }
+
+/// The carried packet sizes a tunnel takes: its QUIC packets are 1200 bytes (QUIC's least) to
+/// the largest IPv4 UDP payload.
+pub fn packet_size_range() -> (usize, usize) {
+    let around = HEADER + QUIC_OVERHEAD;
+    (1200 - around, MAX_UDP_PAYLOAD - around)
+}
+
+/// The largest UDP payload over IPv4.
+const MAX_UDP_PAYLOAD: usize = 65_507;
 
 /// What one path did.
 #[derive(Clone, Debug)]
@@ -162,20 +192,27 @@ pub struct PathReport {
     /// Latency from the entry to the path's far end of the packets that entered in the
     /// window, ns.
     pub latency: Histogram,
-    /// Tunnel packets handed to the path.
+    /// Tunnel packets handed to the path, over the whole run.
     pub sent: u64,
-    /// Tunnel packets that arrived at its far end.
+    /// Tunnel packets that arrived at its far end, over the whole run.
     pub arrived: u64,
-    /// The connection's controller's counters.
+    /// Of the packets that entered the tunnel in the measurement window, those handed to the
+    /// path and those that arrived at its far end.
+    pub window: [u64; 2],
+    /// The connection's controller's counters, over the whole run.
     pub cc: CcCounters,
-    /// Its RTT samples, ns.
+    /// Its RTT samples over the whole run, ns.
     pub rtt: Histogram,
-    /// Bytes of a full tunnel packet on the path's link (IPv4 and UDP included), as the
-    /// emulator counted them.
+    /// Why the path's connection closed before the run ended, if it did.
+    pub lost: Option<String>,
+    /// The mean bytes of the datagrams the path's link carried towards the far end in the
+    /// measurement window, IPv4 and UDP headers included, as the emulator counted them: a
+    /// tunnel packet's size on the wire while the path is busy.
     pub wire_bytes: f64,
     /// The path's emulator.
     pub emulator: EmulatorStats,
-    /// The path's link towards the far end, and the one back, over the measurement window.
+    /// The path's link towards the far end, and the one back: counters over the measurement
+    /// window, queue extremes over the whole run.
     pub links: [LinkStats; 2],
 }
 
@@ -191,6 +228,8 @@ pub struct TunnelReport {
     pub latency: Histogram,
     /// Carried bytes forwarded in the window.
     pub window_bytes: u64,
+    /// Packets forwarded of those that entered in the window.
+    pub forwarded_window: u64,
     /// The measurement window, s.
     pub window_s: f64,
     /// The entry's counters.
@@ -201,27 +240,62 @@ pub struct TunnelReport {
     pub queued_at_end: u64,
     /// Packets the reordering stage held when the run ended.
     pub buffered_at_end: u64,
-    /// Datagrams from anyone but their peer, dropped at the entry's sockets and at the far
-    /// ends' (once each path's connection was up).
-    pub garbage: [u64; 2],
+    /// Datagrams from strangers, dropped before QUIC saw them.
+    pub garbage: Garbage,
+    /// How late the source's packets entered the tunnel, ns.
+    pub source_lateness: Histogram,
+}
+
+/// Datagrams from anyone but their peer, dropped at the tunnel's ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Garbage {
+    /// At the entry's sockets.
+    pub entry: u64,
+    /// At the far ends' (once each path's connection was up).
+    pub far_end: u64,
 }
 
 impl TunnelReport {
-    /// Whether every path's emulator kept to its timing.
-    pub fn valid(&self) -> bool {
-        self.paths.iter().all(|p| p.emulator.valid)
+    /// Why the run does not count, if it does not: an emulator or the source did not keep
+    /// time, or a path's connection was lost.
+    pub fn invalid(&self) -> Option<String> {
+        let mut why: Vec<String> = Vec::new();
+        for p in &self.paths {
+            let e = &p.emulator;
+            if !e.valid {
+                why.push(format!(
+                    "path {}'s emulator fell behind (lateness p99 {:?} > {:?}{})",
+                    p.name,
+                    e.lateness_p99(),
+                    e.lateness_bound,
+                    e.failure
+                        .as_deref()
+                        .map_or(String::new(), |f| format!("; {f}"))
+                ));
+            }
+            if let Some(reason) = &p.lost {
+                why.push(format!("path {}'s connection was lost: {reason}", p.name));
+            }
+        }
+        let late = Duration::from_nanos(self.source_lateness.quantile(0.99).unwrap_or(0.0) as u64);
+        if late > SOURCE_LATENESS_BOUND {
+            why.push(format!(
+                "the source's packets entered late (p99 {late:?} > {SOURCE_LATENESS_BOUND:?})"
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
     }
 
     /// Checks that every packet is accounted for, from counts kept at each place: what the
-    /// entry queued went to a path or is still queued, and what arrived at the far ends was
-    /// forwarded once, dropped by the reordering stage, or is still held there. What a path
-    /// lost is what it was given less what arrived.
+    /// entry queued was scheduled or is still queued, and the copies that arrived at the far
+    /// ends were forwarded once, dropped by the reordering stage, or are still held there.
+    /// What a path lost is what it was given less what arrived.
     pub fn accounted(&self) -> Result<(), String> {
         let queued = self.entry.entered - self.entry.queue_drops;
-        let given: u64 = self.paths.iter().map(|p| p.sent).sum::<u64>() + self.entry.send_failures;
-        if queued != given + self.queued_at_end {
+        let scheduled = self.entry.scheduled;
+        if queued != scheduled + self.queued_at_end {
             return Err(format!(
-                "the entry queued {queued} packets, gave {given} to the paths and holds {}",
+                "the entry queued {queued} packets, scheduled {scheduled} and holds {}",
                 self.queued_at_end
             ));
         }
@@ -230,7 +304,7 @@ impl TunnelReport {
         let settled = f.forwarded + f.reorder_drops + f.duplicates + self.buffered_at_end;
         if arrived != settled {
             return Err(format!(
-                "{arrived} packets arrived at the far ends, and {} were forwarded, {} dropped \
+                "{arrived} copies arrived at the far ends, and {} were forwarded, {} dropped \
                  late, {} dropped as copies, {} still held",
                 f.forwarded, f.reorder_drops, f.duplicates, self.buffered_at_end
             ));
@@ -255,23 +329,29 @@ struct EntryPath {
     conn: noq::Connection,
     probe: CcProbe,
     priority: u8,
+    /// noq's free datagram buffer with nothing queued (it keeps some bytes for itself).
+    empty_space: usize,
     sent: u64,
+    /// Packets handed over that entered in the measurement window.
+    sent_window: u64,
 }
 
 impl EntryPath {
-    /// What the scheduler sees of the path, in packets of `packet` bytes. The datagrams noq
-    /// still holds are read before the bytes in flight, so one sent in between counts twice
-    /// (the cautious way) rather than not at all.
-    fn view(&self, packet: u64) -> SubflowView {
-        let held = SEND_BUFFER.saturating_sub(self.conn.datagram_send_buffer_space()) as u64;
-        let (in_flight, srtt, _) = self.probe.flight().unwrap_or_default();
+    /// What the scheduler sees of the path: in flight and window in QUIC packets of `packet`
+    /// bytes, and the datagrams of `datagram` bytes noq still holds. Those are read before
+    /// the bytes in flight, so one sent in between counts twice (the cautious way) rather
+    /// than not at all.
+    fn view(&self, packet: u64, datagram: u64) -> SubflowView {
+        let space = self.conn.datagram_send_buffer_space();
+        let held = self.empty_space.saturating_sub(space) as u64;
+        let flight = self.probe.flight().unwrap_or_default();
         let cwnd = self.conn.path_stats(PathId::ZERO).map_or(0, |s| s.cwnd);
         SubflowView {
             established: self.conn.close_reason().is_none(),
-            pipe: in_flight.div_ceil(packet),
+            pipe: flight.in_flight.div_ceil(packet),
             cwnd: cwnd / packet,
-            queued: held.div_ceil(packet),
-            srtt_ns: srtt.map(|d| d.as_nanos() as u64),
+            queued: held.div_ceil(datagram),
+            srtt_ns: flight.smoothed_rtt.map(|d| d.as_nanos() as u64),
             priority: self.priority,
         }
     }
@@ -289,11 +369,11 @@ fn ns_since(epoch: Instant) -> u64 {
 #[derive(Clone, Copy, Debug)]
 pub struct PathEnds {
     /// The entry's socket.
-    pub entry: Option<SocketAddr>,
+    pub entry: SocketAddr,
     /// The emulator's listening socket.
     pub emulator: SocketAddr,
     /// The far end's socket.
-    pub far: Option<SocketAddr>,
+    pub far: SocketAddr,
 }
 
 /// Runs the tunnel of `spec` on loopback for its duration and returns what it measured.
@@ -307,8 +387,10 @@ pub async fn run_with(
     on_ready: impl FnOnce(&[PathEnds]),
 ) -> Result<TunnelReport, String> {
     spec.check()?;
-    let epoch = Instant::now();
     let (cert, server_config) = far_end_config(spec).map_err(|e| e.to_string())?;
+    // Time zero: the emulators start right after, and their rate and delay schedules count
+    // from their own start (within a millisecond of this).
+    let epoch = Instant::now();
     let mut far_paths = Vec::new();
     for (i, p) in spec.paths.iter().enumerate() {
         far_paths.push(far_path(spec, i, p, server_config.clone())?);
@@ -320,24 +402,37 @@ pub async fn run_with(
         .collect();
     let signal = Arc::new(Signal::default());
     let mut entries = Vec::new();
-    for (p, far) in spec.paths.iter().zip(&far_paths) {
+    for (p, far) in spec.paths.iter().enumerate().zip(&far_paths) {
         entries.push(entry_path(spec, p, far, &cert, epoch, &signal).await?);
     }
     let mut incoming = Vec::new();
-    for (a, far) in accepting.into_iter().zip(&far_paths) {
+    for ((a, far), p) in accepting.into_iter().zip(&far_paths).zip(&spec.paths) {
         let (conn, peer) = a.await.map_err(|e| e.to_string())??;
+        // The one connection a far end takes is its emulator's, relaying the entry's.
+        let relayed = far
+            .emulator
+            .stats()
+            .clients
+            .iter()
+            .any(|c| c.upstream == peer);
+        if !relayed {
+            return Err(format!(
+                "path {}: {peer}, not the path's emulator, connected to the far end first",
+                p.name
+            ));
+        }
         far.gate.admit_only(peer);
         incoming.push(conn);
     }
-    let ends: Vec<PathEnds> = entries
-        .iter()
-        .zip(&far_paths)
-        .map(|(e, f)| PathEnds {
-            entry: e.endpoint.local_addr().ok(),
+    let mut ends = Vec::new();
+    for (e, f) in entries.iter().zip(&far_paths) {
+        let local = |end: &noq::Endpoint| end.local_addr().map_err(|e| e.to_string());
+        ends.push(PathEnds {
+            entry: local(&e.endpoint)?,
             emulator: f.emulator.listen_addr(),
-            far: f.endpoint.local_addr().ok(),
-        })
-        .collect();
+            far: local(&f.endpoint)?,
+        });
+    }
     on_ready(&ends);
     let clock = Clock {
         interval_ns: spec.trace_interval.as_nanos() as u64,
@@ -378,7 +473,7 @@ pub async fn run_with(
             t.abort();
         }
     }
-    let (entries, entry_counts, queued) = sent?;
+    let (entries, entry_counts, queued, source_lateness) = sent?;
     let window = window.await.unwrap_or_default();
     tokio::time::sleep(DRAIN).await;
     for t in tasks {
@@ -392,20 +487,28 @@ pub async fn run_with(
     }
     let far = std::mem::replace(&mut *lock(&far), FarEnd::new(spec.reorder, 0, clock));
     let mut paths = Vec::new();
+    // Read before the far ends close their side, which ends every connection.
+    let lost: Vec<Option<String>> = entries
+        .iter()
+        .map(|e| e.conn.close_reason().map(|r| r.to_string()))
+        .collect();
     for c in incoming {
         c.close(0u32.into(), b"done");
     }
-    let garbage = [
-        entries.iter().map(|e| e.gate.dropped()).sum(),
-        far_paths.iter().map(|f| f.gate.dropped()).sum(),
-    ];
-    let ends = entries.into_iter().zip(far_paths).zip(samples);
-    for (k, ((e, f), s)) in ends.enumerate() {
-        let links = window.get(k).map(|[warm, end]| {
-            [(&end.forward, &warm.forward), (&end.reverse, &warm.reverse)]
-                .map(|(e, w)| windowed(&e.link, &w.link, warm.elapsed, end.elapsed))
-        });
-        paths.push(finish_path(spec, k, (e, f), s, links.unwrap_or_default(), &far).await?);
+    let garbage = Garbage {
+        entry: entries.iter().map(|e| e.gate.dropped()).sum(),
+        far_end: far_paths.iter().map(|f| f.gate.dropped()).sum(),
+    };
+    let ends = entries.into_iter().zip(far_paths).zip(samples).zip(lost);
+    for (k, (((e, f), s), lost)) in ends.enumerate() {
+        let mut report = finish_path(spec, k, (e, f), s, &far).await?;
+        if let Some([warm, end]) = window.get(k) {
+            report.links = [(&end.forward, &warm.forward), (&end.reverse, &warm.reverse)]
+                .map(|(e, w)| windowed(&e.link, &w.link, warm.elapsed, end.elapsed));
+            report.wire_bytes = wire_bytes(&warm.forward, &end.forward);
+        }
+        report.lost = lost;
+        paths.push(report);
     }
     let intervals = spec
         .duration
@@ -418,12 +521,14 @@ pub async fn run_with(
             .series("end_to_end", clock.interval_ns, intervals),
         latency: far.forwarded.latency.clone(),
         window_bytes: far.forwarded.window_bytes,
+        forwarded_window: far.forwarded.window_packets,
         window_s: spec.duration.saturating_sub(spec.warmup).as_secs_f64(),
         entry: entry_counts,
         far: far.counts,
         queued_at_end: queued as u64,
         buffered_at_end: far.buffered() as u64,
         garbage,
+        source_lateness,
     })
 }
 
@@ -482,7 +587,8 @@ fn far_path(
         forward: p.forward.clone(),
         reverse: p.reverse.clone(),
         seed: spec.seed.wrapping_add(i as u64),
-        client_idle: emulator::DEFAULT_CLIENT_IDLE,
+        // The entry is the emulator's one client for the whole run.
+        client_idle: spec.duration + DRAIN + emulator::DEFAULT_CLIENT_IDLE,
     })
     .map_err(|e| format!("path {}: {e}", p.name))?;
     Ok(FarPath {
@@ -509,7 +615,7 @@ fn gated_endpoint(server: Option<ServerConfig>, gate: Arc<Gate>) -> Result<noq::
 /// The entry's connection over path `p`, through its emulator, under the path's controller.
 async fn entry_path(
     spec: &TunnelSpec,
-    p: &PathSpec,
+    (index, p): (usize, &PathSpec),
     far: &FarPath,
     cert: &[u8],
     epoch: Instant,
@@ -518,7 +624,7 @@ async fn entry_path(
     let at = |e: &dyn std::fmt::Display| format!("path {}: {e}", p.name);
     let config = ControllerConfig {
         max_datagram_size: spec.quic_packet_size() as u64,
-        seed: spec.seed,
+        seed: spec.seed.wrapping_add(index as u64),
         ..ControllerConfig::default()
     };
     let factory = CcFactory::new(&p.cc, p.params.clone(), config)
@@ -534,6 +640,7 @@ async fn entry_path(
     transport
         .congestion_controller_factory(Arc::new(factory.clone()))
         .datagram_send_buffer_size(SEND_BUFFER)
+        .keep_alive_interval(Some(KEEP_ALIVE))
         // noq sends DATAGRAM frames only where it would also take them; the far end sends
         // none.
         .datagram_receive_buffer_size(Some(DATAGRAM_ENABLED));
@@ -557,10 +664,12 @@ async fn entry_path(
     Ok(EntryPath {
         endpoint,
         gate,
+        empty_space: conn.datagram_send_buffer_space(),
         conn,
         probe: factory.probe(),
         priority: p.priority,
         sent: 0,
+        sent_window: 0,
     })
 }
 
@@ -583,7 +692,7 @@ async fn accept(endpoint: noq::Endpoint) -> Result<(noq::Connection, SocketAddr)
 fn spread(probes: &[CcProbe]) -> LatencySpread {
     let halves = probes
         .iter()
-        .filter_map(|p| p.flight().and_then(|(_, _, latest)| latest))
+        .filter_map(|p| p.flight().and_then(|f| f.latest_rtt))
         .map(|d| d.as_nanos() as u64 / 2);
     let (min_ns, max_ns) = halves.fold((u64::MAX, 0), |(lo, hi), h| (lo.min(h), hi.max(h)));
     if max_ns == 0 {
@@ -650,14 +759,15 @@ impl Signal {
     }
 }
 
-/// What the entry's thread hands back.
-type EntryResult = Result<(Vec<EntryPath>, EntryCounts, usize), String>;
+/// What the entry's thread hands back: the paths, the entry's counters, the packets still
+/// queued, and how late the source's packets entered (ns).
+type EntryResult = Result<(Vec<EntryPath>, EntryCounts, usize, Histogram), String>;
 
 /// The constant-rate source feeding the entry for the run's duration, and the entry handing
-/// packets to the paths, on a thread of their own (a packet enters at its time to the
-/// microsecond, where the async runtime's timers have a millisecond's grain); returns the
-/// paths, the entry's counters and the packets still queued, or why a path refused a packet
-/// (a lost connection is counted, not an error).
+/// packets to the paths, on a thread of their own (a packet enters at its due time to the
+/// microsecond, where the async runtime's timers have a millisecond's grain); returns what
+/// [`EntryResult`] says, or why a path refused a packet (a lost connection is counted, not an
+/// error).
 fn source(
     spec: &TunnelSpec,
     mut paths: Vec<EntryPath>,
@@ -669,41 +779,43 @@ fn source(
         .rate
         .time_for(spec.payload as u64)
         .unwrap_or(Duration::MAX);
-    let packet = spec.quic_packet_size() as u64;
-    let mut entry = Entry::new(spec.scheduler, spec.queue);
+    let window = spec.warmup.as_nanos() as u64..=spec.duration.as_nanos() as u64;
+    let mut entry = Entry::new(spec.scheduler, spec.queue, window);
+    let mut lateness = Histogram::default();
     let end = epoch + spec.duration;
     let mut next = Instant::now();
     while Instant::now() < end {
         signal.wait_until(next.min(end));
         let now = Instant::now();
         while next <= now && next < end {
-            entry.enter(ns_since(epoch));
+            // A packet enters at its due time; how late the thread took it is measured.
+            entry.enter(next.duration_since(epoch).as_nanos() as u64);
+            lateness.record(now.duration_since(next).as_nanos() as u64);
             next += gap;
         }
-        drain(spec, &mut entry, &mut paths, packet)?;
+        drain(spec, &mut entry, &mut paths)?;
     }
     let queued = entry.queued();
-    Ok((paths, entry.counts, queued))
+    Ok((paths, entry.counts, queued, lateness))
 }
 
 /// The entry gives what it can to the paths.
-fn drain(
-    spec: &TunnelSpec,
-    entry: &mut Entry,
-    paths: &mut [EntryPath],
-    packet: u64,
-) -> Result<(), String> {
+fn drain(spec: &TunnelSpec, entry: &mut Entry, paths: &mut [EntryPath]) -> Result<(), String> {
+    let packet = spec.quic_packet_size() as u64;
+    let datagram = (spec.packet_size + HEADER) as u64;
+    let window = spec.warmup.as_nanos() as u64..=spec.duration.as_nanos() as u64;
     let views = &*paths;
-    let mut sent = vec![0u64; paths.len()];
+    let mut sent = vec![[0u64; 2]; paths.len()];
     let mut refused = None;
     entry.drain(
-        || views.iter().map(|p| p.view(packet)).collect(),
+        || views.iter().map(|p| p.view(packet, datagram)).collect(),
         |k, h| match views[k]
             .conn
             .send_datagram(h.datagram(spec.packet_size).into())
         {
             Ok(()) => {
-                sent[k] += 1;
+                sent[k][0] += 1;
+                sent[k][1] += u64::from(window.contains(&h.entered_ns));
                 true
             }
             Err(noq::SendDatagramError::ConnectionLost(_)) => false,
@@ -713,8 +825,9 @@ fn drain(
             }
         },
     );
-    for (p, n) in paths.iter_mut().zip(sent) {
-        p.sent += n;
+    for (p, [all, in_window]) in paths.iter_mut().zip(sent) {
+        p.sent += all;
+        p.sent_window += in_window;
     }
     refused.map_or(Ok(()), Err)
 }
@@ -727,7 +840,11 @@ async fn snapshots(
     let mut taken: [Vec<EmulatorStats>; 2] = Default::default();
     for (when, out) in at.iter().zip(&mut taken) {
         tokio::time::sleep_until(tokio::time::Instant::from_std(*when)).await;
-        *out = tokio::task::block_in_place(|| emulators.iter().map(|e| e.stats()).collect());
+        let emulators = emulators.clone();
+        let stats = tokio::task::spawn_blocking(move || {
+            emulators.iter().map(|e| e.stats()).collect::<Vec<_>>()
+        });
+        *out = stats.await.unwrap_or_default();
     }
     let [warm, end] = taken;
     warm.into_iter().zip(end).map(|(w, e)| [w, e]).collect()
@@ -747,14 +864,25 @@ fn windowed(
     }
 }
 
-/// Path `k`'s report, with its `links` over the window; closes its connection and stops its
-/// emulator.
+/// The mean bytes of the datagrams a direction carried between two snapshots, IPv4 and UDP
+/// headers included: in the measurement window, where a busy path carries only tunnel packets
+/// (no handshake, no keep-alive).
+fn wire_bytes(warm: &DirectionStats, end: &DirectionStats) -> f64 {
+    let datagrams = end.datagrams_in.saturating_sub(warm.datagrams_in);
+    let bytes = end.bytes_in.saturating_sub(warm.bytes_in);
+    if datagrams == 0 {
+        return f64::NAN;
+    }
+    bytes as f64 / datagrams as f64 + IPV4_UDP_HEADER as f64
+}
+
+/// Path `k`'s report (its links and wire bytes filled in from the window's snapshots by the
+/// caller); closes its connection and stops its emulator.
 async fn finish_path(
     spec: &TunnelSpec,
     k: usize,
     (e, f): (EntryPath, FarPath),
     controller: Series,
-    links: [LinkStats; 2],
     far: &FarEnd,
 ) -> Result<PathReport, String> {
     let interval_ns = spec.trace_interval.as_nanos() as u64;
@@ -774,12 +902,6 @@ async fn finish_path(
         Ok(handle) => handle.shutdown(),
         Err(shared) => shared.stats(),
     };
-    let fwd = &emulator.forward;
-    let wire_bytes = if fwd.datagrams_in == 0 {
-        f64::NAN
-    } else {
-        fwd.bytes_in as f64 / fwd.datagrams_in as f64 + IPV4_UDP_HEADER as f64
-    };
     Ok(PathReport {
         name: spec.paths[k].name.clone(),
         trace,
@@ -788,11 +910,13 @@ async fn finish_path(
         latency: meter.latency.clone(),
         sent: e.sent,
         arrived: far.arrived.get(k).copied().unwrap_or(0),
+        window: [e.sent_window, meter.window_packets],
         cc,
         rtt,
-        wire_bytes,
+        lost: None,
+        wire_bytes: f64::NAN,
         emulator,
-        links,
+        links: Default::default(),
     })
 }
 

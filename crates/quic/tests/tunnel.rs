@@ -69,24 +69,22 @@ async fn garbage_at_either_end_is_dropped_and_counted_and_every_port_is_freed() 
         *seen.lock().expect("not poisoned") = e.to_vec();
         let first = e[0];
         std::thread::spawn(move || {
-            spray(first.entry.expect("the entry's address"));
-            spray(first.far.expect("the far end's address"));
+            spray(first.entry);
+            spray(first.far);
         });
     })
     .await
     .expect("the tunnel runs");
-    assert_eq!(
-        report.garbage,
-        [GARBAGE, GARBAGE],
-        "dropped at the entry, at the far end"
-    );
+    assert_eq!(report.garbage.entry, GARBAGE, "dropped at the entry");
+    assert_eq!(report.garbage.far_end, GARBAGE, "dropped at the far end");
     report.accounted().expect("every packet accounted for");
     assert!(report.far.forwarded > 2000, "{:?}", report.far);
     assert_eq!(report.far.malformed, 0);
-    assert!(report.valid(), "the emulators kept time");
+    if let Some(why) = report.invalid() {
+        panic!("the machine was too busy for this test: {why}");
+    }
     for e in ends.lock().expect("not poisoned").iter() {
-        let addrs = [e.entry, Some(e.emulator), e.far];
-        for a in addrs.into_iter().flatten() {
+        for a in [e.entry, e.emulator, e.far] {
             UdpSocket::bind(a).unwrap_or_else(|err| panic!("{a} is still held: {err}"));
         }
     }

@@ -5,14 +5,19 @@
 use super::wire::Header;
 use kleinrock_cc::multipath::scheduler::{Scheduler, SchedulerKind, SubflowView};
 use std::collections::VecDeque;
+use std::ops::RangeInclusive;
 
 /// What became of the packets offered to the entry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EntryCounts {
     /// Packets offered.
     pub entered: u64,
+    /// Of those, offered inside the measurement window.
+    pub entered_window: u64,
     /// Dropped because the queue was full.
     pub queue_drops: u64,
+    /// Packets taken off the queue for the paths the scheduler picked.
+    pub scheduled: u64,
     /// Copies a path refused (its connection gone).
     pub send_failures: u64,
 }
@@ -24,19 +29,22 @@ pub struct Entry {
     capacity: usize,
     next_overall: u64,
     picks: Vec<usize>,
+    window: RangeInclusive<u64>,
     /// Counters.
     pub counts: EntryCounts,
 }
 
 impl Entry {
-    /// An entry whose queue holds `capacity` packets, scheduling with `kind`.
-    pub fn new(kind: SchedulerKind, capacity: usize) -> Self {
+    /// An entry whose queue holds `capacity` packets, scheduling with `kind`, measuring over
+    /// `window` (ns since the tunnel's start).
+    pub fn new(kind: SchedulerKind, capacity: usize, window: RangeInclusive<u64>) -> Self {
         Entry {
             scheduler: Scheduler::new(kind),
             queue: VecDeque::new(),
             capacity,
             next_overall: 0,
             picks: Vec::new(),
+            window,
             counts: EntryCounts::default(),
         }
     }
@@ -45,6 +53,7 @@ impl Entry {
     /// and it was dropped. As in the simulator, only a queued packet takes an overall number.
     pub fn enter(&mut self, now: u64) -> bool {
         self.counts.entered += 1;
+        self.counts.entered_window += u64::from(self.window.contains(&now));
         if self.queue.len() >= self.capacity {
             self.counts.queue_drops += 1;
             return false;
@@ -77,6 +86,7 @@ impl Entry {
                 return;
             }
             self.queue.pop_front();
+            self.counts.scheduled += 1;
             for &path in &self.picks {
                 if !send(path, &head) {
                     self.counts.send_failures += 1;
@@ -103,7 +113,7 @@ mod tests {
 
     #[test]
     fn cheapest_pipe_first_fills_the_preferred_path_then_spills_and_the_queue_drops_beyond_it() {
-        let mut e = Entry::new(SchedulerKind::Cpf, 2);
+        let mut e = Entry::new(SchedulerKind::Cpf, 2, 0..=3);
         let pipes = std::cell::Cell::new([0u64, 0]);
         let mut sent = Vec::new();
         for t in 0..6 {
@@ -126,5 +136,7 @@ mod tests {
         assert_eq!(e.queued(), 2);
         assert_eq!(e.counts.queue_drops, 1);
         assert_eq!(e.counts.entered, 6);
+        assert_eq!(e.counts.scheduled, 3);
+        assert_eq!(e.counts.entered_window, 4);
     }
 }

@@ -21,8 +21,11 @@ pub struct Meter {
     packets: Vec<u64>,
     /// Carried bytes that arrived inside the window.
     pub window_bytes: u64,
-    /// Latencies of the packets that entered inside the window, ns.
+    /// Latencies of the packets that entered inside the window, ns (as the simulator's
+    /// tunnel measures them).
     pub latency: Histogram,
+    /// Packets that entered inside the window.
+    pub window_packets: u64,
 }
 
 impl Meter {
@@ -40,8 +43,9 @@ impl Meter {
         if now >= at.warmup_ns && now <= at.end_ns {
             self.window_bytes += item.bytes as u64;
         }
-        if item.entered_ns >= at.warmup_ns {
+        if (at.warmup_ns..=at.end_ns).contains(&item.entered_ns) {
             self.latency.record(latency);
+            self.window_packets += 1;
         }
     }
 
