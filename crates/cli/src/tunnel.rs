@@ -258,7 +258,7 @@ pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
 }
 
 /// The first trace time at which `path` received at least `bps` in an interval.
-pub fn first_carrying(path: &Series, bps: f64) -> Option<f64> {
+fn first_carrying(path: &Series, bps: f64) -> Option<f64> {
     let rx = path.column("rx_rate_bps")?;
     let i = rx.iter().position(|&v| v >= bps)?;
     Some(path.time_s[i])
@@ -294,63 +294,56 @@ impl Row {
 /// The real and simulated figures side by side: per path the received rate, its share and
 /// its latency, when it first carried a quarter of the source's rate, and the end-to-end
 /// latency after reordering.
-fn comparison(s: &Scenario, real: &Summary, real_paths: &[Series], sim: &RunOutput) -> Vec<Row> {
+fn comparison(s: &Scenario, real: &Summary, report: &TunnelReport, sim: &RunOutput) -> Vec<Row> {
     let quarter = match s.flows[0].app {
         AppConfig::ConstantRate { rate, .. } => rate.bits_per_sec() / 4.0,
         AppConfig::Bulk { .. } => f64::NAN,
     };
     let (r, m) = (&real.tunnels[0], &sim.summary.tunnels[0]);
-    let mut rows: Vec<(String, Option<f64>, Option<f64>, usize)> = Vec::new();
-    for (k, (a, b)) in r.paths.iter().zip(&m.paths).enumerate() {
-        let n = &a.name;
-        rows.push((
-            format!("{n} rx Mbps"),
-            Some(a.throughput_bps / 1e6),
-            Some(b.throughput_bps / 1e6),
-            2,
-        ));
-        rows.push((
-            format!("{n} share %"),
-            Some(a.share * 100.0),
-            Some(b.share * 100.0),
-            1,
-        ));
-        let p95 = |l: Option<Latency>| l.map(|l| l.p95_ms);
-        rows.push((
-            format!("{n} latency p95 ms"),
-            p95(a.latency),
-            p95(b.latency),
-            1,
-        ));
-        let first = |p: Option<&Series>| p.and_then(|p| first_carrying(p, quarter));
-        rows.push((
-            format!("{n} first carries 1/4 of the source, s"),
-            first(real_paths.get(k)),
-            first(sim_paths(sim).get(k)),
-            1,
-        ));
-    }
-    let (a, b) = (r.latency, m.latency);
-    rows.push((
-        "end-to-end latency mean ms".into(),
-        a.map(|l| l.mean_ms),
-        b.map(|l| l.mean_ms),
-        1,
-    ));
-    rows.push((
-        "end-to-end latency p95 ms".into(),
-        a.map(|l| l.p95_ms),
-        b.map(|l| l.p95_ms),
-        1,
-    ));
-    rows.into_iter()
-        .map(|(metric, real, simulated, digits)| Row {
+    let mut rows = Vec::new();
+    let mut row = |metric: String, real: Option<f64>, simulated: Option<f64>, digits: usize| {
+        rows.push(Row {
             metric,
             real,
             simulated,
             digits,
         })
-        .collect()
+    };
+    let p95 = |l: Option<Latency>| l.map(|l| l.p95_ms);
+    let first = |p: Option<&Series>| p.and_then(|p| first_carrying(p, quarter));
+    for (k, (a, b)) in r.paths.iter().zip(&m.paths).enumerate() {
+        let n = &a.name;
+        let mbps = |bps: f64| Some(bps / 1e6);
+        row(
+            format!("{n} rx Mbps"),
+            mbps(a.throughput_bps),
+            mbps(b.throughput_bps),
+            2,
+        );
+        row(
+            format!("{n} share %"),
+            Some(a.share * 100.0),
+            Some(b.share * 100.0),
+            1,
+        );
+        row(
+            format!("{n} latency p95 ms"),
+            p95(a.latency),
+            p95(b.latency),
+            1,
+        );
+        row(
+            format!("{n} first carries 1/4 of the source, s"),
+            first(report.paths.get(k).map(|p| &p.trace)),
+            first(sim_paths(sim).get(k)),
+            1,
+        );
+    }
+    let (a, b) = (r.latency, m.latency);
+    let mean = |l: Option<Latency>| l.map(|l| l.mean_ms);
+    row("end-to-end latency mean ms".into(), mean(a), mean(b), 1);
+    row("end-to-end latency p95 ms".into(), p95(a), p95(b), 1);
+    rows
 }
 
 fn render(rows: &[Row]) -> String {
@@ -425,10 +418,7 @@ pub fn run(args: TunnelArgs) -> Result<(), String> {
     bar.finish_and_clear();
     let report = report?;
     let real = summary(&s, &report);
-    let real_paths: Vec<Series> = report.paths.iter().map(|p| p.trace.clone()).collect();
-    let rows = sim
-        .as_ref()
-        .map(|sim| comparison(&s, &real, &real_paths, sim));
+    let rows = sim.as_ref().map(|sim| comparison(&s, &real, &report, sim));
     let checks = Checks::of(&report);
     if args.json {
         let value = serde_json::json!({

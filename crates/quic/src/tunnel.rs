@@ -44,7 +44,8 @@ use kleinrock_sim::stats::LinkStats;
 use kleinrock_sim::trace::Series;
 use kleinrock_sim::LinkConfig;
 use noq::{ClientConfig, MtuDiscoveryConfig, PathId, ServerConfig, TransportConfig};
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::ops::RangeInclusive;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
@@ -76,6 +77,8 @@ const KEEP_ALIVE: Duration = Duration::from_secs(1);
 pub const SOURCE_LATENESS_BOUND: Duration = Duration::from_millis(1);
 /// How long a closing endpoint waits for its connections to say goodbye.
 const CLOSE_WAIT: Duration = Duration::from_millis(200);
+/// Where every socket of a tunnel binds: loopback, a port the kernel picks.
+const LOOPBACK: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
 /// How long after the source stops the far end still takes arrivals (packets on the way).
 const DRAIN: Duration = Duration::from_millis(300);
 
@@ -130,6 +133,15 @@ impl TunnelSpec {
     /// headers, 28 bytes more).
     pub fn quic_packet_size(&self) -> usize {
         self.packet_size + HEADER + QUIC_OVERHEAD
+    }
+
+    /// The run's time line: its trace interval, measurement window and end.
+    fn clock(&self) -> Clock {
+        Clock {
+            interval_ns: self.trace_interval.as_nanos() as u64,
+            warmup_ns: self.warmup.as_nanos() as u64,
+            end_ns: self.duration.as_nanos() as u64,
+        }
     }
 
     fn check(&self) -> Result<(), String> {
@@ -434,11 +446,7 @@ pub async fn run_with(
         });
     }
     on_ready(&ends);
-    let clock = Clock {
-        interval_ns: spec.trace_interval.as_nanos() as u64,
-        warmup_ns: spec.warmup.as_nanos() as u64,
-        end_ns: spec.duration.as_nanos() as u64,
-    };
+    let clock = spec.clock();
     let far = Arc::new(Mutex::new(FarEnd::new(
         spec.reorder,
         spec.paths.len(),
@@ -501,24 +509,16 @@ pub async fn run_with(
     };
     let ends = entries.into_iter().zip(far_paths).zip(samples).zip(lost);
     for (k, (((e, f), s), lost)) in ends.enumerate() {
-        let mut report = finish_path(spec, k, (e, f), s, &far).await?;
-        if let Some([warm, end]) = window.get(k) {
-            report.links = [(&end.forward, &warm.forward), (&end.reverse, &warm.reverse)]
-                .map(|(e, w)| windowed(&e.link, &w.link, warm.elapsed, end.elapsed));
-            report.wire_bytes = wire_bytes(&warm.forward, &end.forward);
-        }
-        report.lost = lost;
-        paths.push(report);
+        let end = PathEnd {
+            controller: s,
+            window: window.get(k),
+            lost,
+        };
+        paths.push(finish_path(spec, k, (e, f), end, &far).await?);
     }
-    let intervals = spec
-        .duration
-        .as_nanos()
-        .div_ceil(spec.trace_interval.as_nanos()) as usize;
     Ok(TunnelReport {
         paths,
-        trace: far
-            .forwarded
-            .series("end_to_end", clock.interval_ns, intervals),
+        trace: far.forwarded.series("end_to_end", &clock),
         latency: far.forwarded.latency.clone(),
         window_bytes: far.forwarded.window_bytes,
         forwarded_window: far.forwarded.window_packets,
@@ -574,7 +574,6 @@ fn far_path(
     p: &PathSpec,
     config: ServerConfig,
 ) -> Result<FarPath, String> {
-    let loopback: SocketAddr = "127.0.0.1:0".parse().expect("a literal address");
     let gate = Arc::new(Gate::default());
     let endpoint = gated_endpoint(Some(config), gate.clone())
         .map_err(|e| format!("path {}: starting the far end: {e}", p.name))?;
@@ -582,7 +581,7 @@ fn far_path(
         .local_addr()
         .map_err(|e| format!("path {}: {e}", p.name))?;
     let emulator = emulator::start(EmulatorConfig {
-        listen: loopback,
+        listen: LOOPBACK,
         server,
         forward: p.forward.clone(),
         reverse: p.reverse.clone(),
@@ -600,8 +599,7 @@ fn far_path(
 
 /// A QUIC endpoint on a new loopback UDP socket behind `gate`, a server with `server`.
 fn gated_endpoint(server: Option<ServerConfig>, gate: Arc<Gate>) -> Result<noq::Endpoint, Error> {
-    let loopback: SocketAddr = "127.0.0.1:0".parse().expect("a literal address");
-    let socket = endpoint::udp_socket(loopback, endpoint::DEFAULT_SOCKET_BUFFER)?;
+    let socket = endpoint::udp_socket(LOOPBACK, endpoint::DEFAULT_SOCKET_BUFFER)?;
     let socket = GatedSocket::new(socket, gate).map_err(endpoint::io("wrapping the UDP socket"))?;
     noq::Endpoint::new_with_abstract_socket(
         endpoint::endpoint_config()?,
@@ -779,8 +777,8 @@ fn source(
         .rate
         .time_for(spec.payload as u64)
         .unwrap_or(Duration::MAX);
-    let window = spec.warmup.as_nanos() as u64..=spec.duration.as_nanos() as u64;
-    let mut entry = Entry::new(spec.scheduler, spec.queue, window);
+    let window = spec.clock().window();
+    let mut entry = Entry::new(spec.scheduler, spec.queue, window.clone());
     let mut lateness = Histogram::default();
     let end = epoch + spec.duration;
     let mut next = Instant::now();
@@ -793,17 +791,22 @@ fn source(
             lateness.record(now.duration_since(next).as_nanos() as u64);
             next += gap;
         }
-        drain(spec, &mut entry, &mut paths)?;
+        drain(spec, &window, &mut entry, &mut paths)?;
     }
     let queued = entry.queued();
     Ok((paths, entry.counts, queued, lateness))
 }
 
-/// The entry gives what it can to the paths.
-fn drain(spec: &TunnelSpec, entry: &mut Entry, paths: &mut [EntryPath]) -> Result<(), String> {
+/// The entry gives what it can to the paths, counting apart the packets that entered in
+/// `window`.
+fn drain(
+    spec: &TunnelSpec,
+    window: &RangeInclusive<u64>,
+    entry: &mut Entry,
+    paths: &mut [EntryPath],
+) -> Result<(), String> {
     let packet = spec.quic_packet_size() as u64;
     let datagram = (spec.packet_size + HEADER) as u64;
-    let window = spec.warmup.as_nanos() as u64..=spec.duration.as_nanos() as u64;
     let views = &*paths;
     let mut sent = vec![[0u64; 2]; paths.len()];
     let mut refused = None;
@@ -876,22 +879,25 @@ fn wire_bytes(warm: &DirectionStats, end: &DirectionStats) -> f64 {
     bytes as f64 / datagrams as f64 + IPV4_UDP_HEADER as f64
 }
 
-/// Path `k`'s report (its links and wire bytes filled in from the window's snapshots by the
-/// caller); closes its connection and stops its emulator.
+/// What a path's report takes from the end of the run besides its two ends: its controller's
+/// trace, its emulator's snapshots when the window opened and closed, and why its connection
+/// closed early, if it did.
+struct PathEnd<'a> {
+    controller: Series,
+    window: Option<&'a [EmulatorStats; 2]>,
+    lost: Option<String>,
+}
+
+/// Path `k`'s report; closes its connection and stops its emulator.
 async fn finish_path(
     spec: &TunnelSpec,
     k: usize,
     (e, f): (EntryPath, FarPath),
-    controller: Series,
+    end: PathEnd<'_>,
     far: &FarEnd,
 ) -> Result<PathReport, String> {
-    let interval_ns = spec.trace_interval.as_nanos() as u64;
-    let intervals = spec
-        .duration
-        .as_nanos()
-        .div_ceil(spec.trace_interval.as_nanos()) as usize;
     let meter = &far.paths[k];
-    let trace = meter.series(&spec.paths[k].name, interval_ns, intervals);
+    let trace = meter.series(&spec.paths[k].name, &spec.clock());
     let cc = e.probe.sample().map(|s| s.counters).unwrap_or_default();
     let rtt = e.probe.rtt_histogram().unwrap_or_default();
     e.conn.close(0u32.into(), b"done");
@@ -902,10 +908,21 @@ async fn finish_path(
         Ok(handle) => handle.shutdown(),
         Err(shared) => shared.stats(),
     };
+    let (links, wire_bytes) = match end.window {
+        Some([warm, last]) => (
+            [
+                (&last.forward, &warm.forward),
+                (&last.reverse, &warm.reverse),
+            ]
+            .map(|(l, w)| windowed(&l.link, &w.link, warm.elapsed, last.elapsed)),
+            wire_bytes(&warm.forward, &last.forward),
+        ),
+        None => (Default::default(), f64::NAN),
+    };
     Ok(PathReport {
         name: spec.paths[k].name.clone(),
         trace,
-        controller,
+        controller: end.controller,
         window_bytes: meter.window_bytes,
         latency: meter.latency.clone(),
         sent: e.sent,
@@ -913,10 +930,10 @@ async fn finish_path(
         window: [e.sent_window, meter.window_packets],
         cc,
         rtt,
-        lost: None,
-        wire_bytes: f64::NAN,
+        lost: end.lost,
+        wire_bytes,
         emulator,
-        links: Default::default(),
+        links,
     })
 }
 

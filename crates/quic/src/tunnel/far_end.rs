@@ -5,6 +5,7 @@
 use kleinrock_cc::multipath::reorder::{Fate, LatencySpread, Reorder, ReorderConfig};
 use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::trace::Series;
+use std::ops::RangeInclusive;
 
 /// A packet in the reordering stage: its entry time and carried bytes.
 #[derive(Clone, Copy, Debug)]
@@ -40,21 +41,23 @@ impl Meter {
         self.bytes[k] += item.bytes as u64;
         self.latency_sum_ns[k] += latency;
         self.packets[k] += 1;
-        if now >= at.warmup_ns && now <= at.end_ns {
+        let window = at.window();
+        if window.contains(&now) {
             self.window_bytes += item.bytes as u64;
         }
-        if (at.warmup_ns..=at.end_ns).contains(&item.entered_ns) {
+        if window.contains(&item.entered_ns) {
             self.latency.record(latency);
             self.window_packets += 1;
         }
     }
 
     /// The received rate (`rx_rate_bps`) and mean latency (`latency_ms`, NaN when nothing
-    /// arrived) of each of `intervals` trace intervals, at their ends, as the simulator's
+    /// arrived) of each of the run's trace intervals, at their ends, as the simulator's
     /// traces have them.
-    pub fn series(&self, name: &str, interval_ns: u64, intervals: usize) -> Series {
+    pub fn series(&self, name: &str, clock: &Clock) -> Series {
+        let interval_ns = clock.interval_ns;
         let mut s = Series::new(name);
-        for k in 0..intervals {
+        for k in 0..clock.intervals() {
             s.begin((k + 1) as f64 * interval_ns as f64 * 1e-9);
             let bytes = self.bytes.get(k).copied().unwrap_or(0);
             s.set(
@@ -79,6 +82,18 @@ pub struct Clock {
     pub warmup_ns: u64,
     /// End of the run.
     pub end_ns: u64,
+}
+
+impl Clock {
+    /// The measurement window.
+    pub fn window(&self) -> RangeInclusive<u64> {
+        self.warmup_ns..=self.end_ns
+    }
+
+    /// Trace intervals in the run, the last one possibly cut short.
+    pub fn intervals(&self) -> usize {
+        self.end_ns.div_ceil(self.interval_ns) as usize
+    }
 }
 
 /// What became of the packets that reached the far end.
@@ -228,7 +243,11 @@ mod tests {
         assert_eq!(far.forwarded.latency.max(), Some(6_000_000));
         far.arrive(7_000_000, 0, &[0u8; 3], spread);
         assert_eq!(far.counts.malformed, 1);
-        let s = far.paths[0].series("p", 100_000_000, 2);
+        let two = Clock {
+            end_ns: 200_000_000,
+            ..clock()
+        };
+        let s = far.paths[0].series("p", &two);
         assert_eq!(s.column("rx_rate_bps"), Some(&[80_000.0, 0.0][..]));
     }
 }
