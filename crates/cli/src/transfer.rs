@@ -9,7 +9,8 @@
 //! `trace_interval`) into the simulator's flow trace columns; `--out` writes both runs.
 
 use crate::live;
-use kleinrock_lab::metrics::{link_metrics, rtt_fields, FlowMetrics, Summary};
+use kleinrock_cc::algorithms::fq_switch::FQ_DETECTED;
+use kleinrock_lab::metrics::{link_metrics, rtt_fields, FlowMetrics, FqDetection, Summary};
 use kleinrock_lab::report::{num, run_tables, Table};
 use kleinrock_lab::runner::{self, check_output_dir, write_atomically, write_file, RunOutput};
 use kleinrock_lab::scenario::{load, FlowTransport, Scenario, ScenarioSet};
@@ -195,7 +196,7 @@ async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
         receive_window: receive_window(s),
         timestamps,
     };
-    let interval = s.trace_interval.unwrap_or(DEFAULT_TRACE_INTERVAL);
+    let interval = trace_interval(s);
     let recorder = ProbeRecorder::start(server.probe(), interval, &flow.name);
     let fetched =
         endpoint::fetch_with(emulator.listen_addr(), server.cert_der(), size, &opts).await;
@@ -231,13 +232,19 @@ fn real_header_bytes(s: &Scenario, real: &RealRun) -> u32 {
         .clamp(0.0, f64::from(packet - 1)) as u32
 }
 
-/// `s` with its flow's packets carrying `header` header bytes, as the real run's do.
-fn with_header(s: &Scenario, header: u32) -> Scenario {
+/// The simulated twin of `s`: its flow's packets carry `header` header bytes, as the real
+/// run's do, and it is traced at the real run's interval.
+fn twin(s: &Scenario, header: u32) -> Scenario {
     let mut twin = s.clone();
     if let FlowTransport::Reliable { transport, .. } = &mut twin.flows[0].transport {
         transport.header_size = header;
     }
+    twin.trace_interval = Some(trace_interval(s));
     twin
+}
+
+fn trace_interval(s: &Scenario) -> Duration {
+    s.trace_interval.unwrap_or(DEFAULT_TRACE_INTERVAL)
 }
 
 /// The client's stream window: twice the most the path can hold in flight (its BDP plus the
@@ -287,7 +294,9 @@ fn real_summary(
         loss_event_distance_s: None,
         completion_s: Some(secs),
         transfers_completed: None,
-        fq_detection: None,
+        fq_detection: sample
+            .as_ref()
+            .and_then(|p| FqDetection::from_state(&p.state)),
         delivered_bytes: report.bytes,
         retransmitted_bytes: counters.bytes_lost,
         latency: None,
@@ -321,8 +330,87 @@ fn real_summary(
     }
 }
 
+/// What an `fq_switch` flow did after its probe first decided, from its trace.
+#[derive(Clone, Copy, Debug)]
+struct AfterDecision {
+    /// Time of the first trace sample with a decision, seconds from the first sample.
+    decided_s: f64,
+    /// Bits per second of the packets its connection sent and did not lose, from [`SETTLE`]
+    /// after the decision until its last packet: what the chosen controller carried across
+    /// the bottleneck.
+    goodput_bps: f64,
+}
+
+impl AfterDecision {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({"decided_s": self.decided_s, "goodput_bps": self.goodput_bps})
+    }
+}
+
+/// How long after the decision the goodput after it starts to count: the fast leg's last
+/// packets are acknowledged or declared lost by then (3 smoothed RTTs of the paper's
+/// paths at most, whose RTT is at most 100 ms), so only the chosen controller's count. The
+/// packets sent and not lost are counted rather than the stream's bytes: the simulator's
+/// legs share one stream, whose in-order count jumps when the first subflow fills the holes
+/// the closed fast leg left, and the real fast leg carries filler on a connection of its own.
+const SETTLE: f64 = 0.5;
+
+/// [`AfterDecision`] from `trace`, for packets of `packet_bytes` bytes on the wire; `None` if
+/// the trace has no decision, or nothing after it.
+fn after_decision(trace: &Series, packet_bytes: f64) -> Option<AfterDecision> {
+    let decided = trace.column(FQ_DETECTED)?;
+    let (sent, lost) = (trace.column("sent_packets")?, trace.column("lost_packets")?);
+    let time = &trace.time_s;
+    let decision = decided.iter().position(|v| !v.is_nan())?;
+    let from = (decision..time.len()).find(|&i| time[i] >= time[decision] + SETTLE)?;
+    let most = sent
+        .iter()
+        .copied()
+        .filter(|b| !b.is_nan())
+        .fold(0.0, f64::max);
+    let last = sent.iter().position(|&b| b == most)?;
+    let carried = (sent[last] - lost[last]) - (sent[from] - lost[from]);
+    let span = time[last] - time[from];
+    (span > 0.0).then(|| AfterDecision {
+        decided_s: time[decision] - time[0],
+        goodput_bps: carried * packet_bytes * 8.0 / span,
+    })
+}
+
+/// What an `fq_switch` flow's probe did in both runs (`None` for other controllers).
+#[derive(Clone, Copy, Debug)]
+struct Decisions {
+    real: Option<AfterDecision>,
+    simulated: Option<AfterDecision>,
+}
+
+impl Decisions {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "real": self.real.map(|a| a.json()),
+            "simulated": self.simulated.map(|a| a.json()),
+        })
+    }
+}
+
+/// [`Decisions`] of the real run and the simulated one, if the flow's controller decides.
+fn decisions(s: &Scenario, real: &RealRun, sim: Option<&RunOutput>) -> Option<Decisions> {
+    real.trace.column(FQ_DETECTED)?;
+    let packet = match &s.flows[0].transport {
+        FlowTransport::Reliable { transport, .. } => f64::from(transport.packet_size),
+        _ => return None,
+    };
+    let simulated = sim
+        .and_then(|o| o.result.trace.as_ref())
+        .and_then(|t| after_decision(&t.flows[0], packet));
+    Some(Decisions {
+        real: after_decision(&real.trace, packet),
+        simulated,
+    })
+}
+
 /// The real and simulated figures side by side.
-fn comparison(real: &Summary, sim: &Summary) -> String {
+fn comparison(real: &Summary, sim: &Summary, decisions: Option<&Decisions>) -> String {
     let (r, m) = (&real.flows[0], &sim.flows[0]);
     let diff = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) if b != 0.0 => num(Some((a / b - 1.0) * 100.0), 1),
@@ -360,14 +448,56 @@ fn comparison(real: &Summary, sim: &Summary) -> String {
             diff(a, b),
         ]);
     }
+    if let Some(d) = decisions {
+        let fq = |f: &FlowMetrics| match f.fq_detection {
+            Some(d) if d.fair_queuing => "fair queue",
+            Some(_) => "no fair queue",
+            None => "none",
+        };
+        t.row(vec![
+            "decision".into(),
+            fq(r).into(),
+            fq(m).into(),
+            "-".into(),
+        ]);
+        let (a, b) = (d.real, d.simulated);
+        let rows = [
+            (
+                "decided at s",
+                a.map(|a| a.decided_s),
+                b.map(|b| b.decided_s),
+                2,
+            ),
+            (
+                "goodput after decision Mbps",
+                a.map(|a| a.goodput_bps / 1e6),
+                b.map(|b| b.goodput_bps / 1e6),
+                3,
+            ),
+        ];
+        for (name, a, b, digits) in rows {
+            t.row(vec![
+                name.into(),
+                num(a, digits),
+                num(b, digits),
+                diff(a, b),
+            ]);
+        }
+    }
     t.render()
 }
 
 /// Writes summary.json, the real trace and the simulated run's outputs under `dir`, atomically.
-fn save(dir: &Path, real: &RealRun, sim: Option<&RunOutput>) -> Result<(), String> {
+fn save(
+    dir: &Path,
+    real: &RealRun,
+    sim: Option<&RunOutput>,
+    decisions: Option<&Decisions>,
+) -> Result<(), String> {
     let summary = serde_json::json!({
         "real": real.summary,
         "simulated": sim.map(|o| &o.summary),
+        "fq_switch": decisions.map(Decisions::json),
     });
     write_atomically(dir, |tmp| {
         write_file(&tmp.join("summary.json"), |w| writeln!(w, "{summary:#}"))?;
@@ -394,15 +524,18 @@ pub fn run(args: TransferArgs) -> Result<(), String> {
     }
     let real = live::runtime()?.block_on(run_real(&s, !args.no_timestamps))?;
     let header = real_header_bytes(&s, &real);
-    let sim = args
-        .compare_sim
-        .then(|| runner::run(&with_header(&s, header)));
+    let sim = args.compare_sim.then(|| runner::run(&twin(&s, header)));
     let sim_summary = sim.as_ref().map(|o| &o.summary);
+    let decisions = decisions(&s, &real, sim.as_ref());
+    let subflows = real.report.subflows;
     if args.json {
         let value = serde_json::json!({
             "real": real.summary,
             "simulated": sim_summary,
             "simulated_header_bytes": sim.as_ref().map(|_| header),
+            "fq_switch": decisions.as_ref().map(Decisions::json),
+            "subflow_connections": subflows.connections,
+            "subflow_filler_bytes": subflows.filler_bytes,
         });
         crate::emit(&format!("{value:#}\n"));
     } else {
@@ -417,16 +550,22 @@ pub fn run(args: TransferArgs) -> Result<(), String> {
             real.emulator.lateness_p99(),
             real.emulator.lateness_bound,
         ));
+        if subflows.connections > 0 {
+            crate::emit(&format!(
+                "subflow connections: {} (the probe's fast leg; {} bytes of filler received)\n",
+                subflows.connections, subflows.filler_bytes
+            ));
+        }
         if let Some(sim) = sim_summary {
             crate::emit(&format!(
                 "\nreal vs simulated (the simulated packets carry the real run's {header} header \
                  bytes each)\n\n{}",
-                comparison(&real.summary, sim)
+                comparison(&real.summary, sim, decisions.as_ref())
             ));
         }
     }
     if let Some(dir) = &args.out {
-        save(dir, &real, sim.as_ref())?;
+        save(dir, &real, sim.as_ref(), decisions.as_ref())?;
     }
     if !real.emulator.valid {
         return Err(format!(
@@ -476,11 +615,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
         let mut all = Vec::new();
         files(&root, &mut all);
-        let simulator_only = [
-            "simulator-only",
-            "needs a transport with subflows",
-            "with `kleinrock tunnel`",
-        ];
+        let simulator_only = ["simulator-only", "with `kleinrock tunnel`"];
         let mut transfers = 0;
         for file in all {
             let set = load(&file, &[]).expect("shipped scenarios load");

@@ -242,8 +242,9 @@ fn table(outcomes: &[Outcome]) -> String {
 #[test]
 fn every_controller_real_matches_simulated() {
     let mut outcomes = Vec::new();
-    // A controller that needs subflows has no real counterpart: the real datapath has none;
-    // nor has a DCCP CCID: the real datapath is QUIC.
+    // A controller that opens subflows (`fq_switch`) decides from its probe, which
+    // `tests/fq_switch.rs` compares through the paper's links; a DCCP CCID has no real
+    // counterpart: the real datapath is QUIC.
     for info in kleinrock_cc::controllers()
         .iter()
         .filter(|i| !i.subflows && !i.dccp_only)

@@ -149,11 +149,6 @@ impl CcFactory {
             config,
         };
         let info = kleinrock_cc::registry::find(name);
-        if info.is_some_and(|i| i.subflows) {
-            return Err(BuildError::NeedsSubflows {
-                name: name.to_string(),
-            });
-        }
         if info.is_some_and(|i| i.dccp_only) {
             return Err(BuildError::NeedsDccp {
                 name: name.to_string(),
@@ -170,6 +165,38 @@ impl CcFactory {
             owd: OwdFeed::default(),
             wake: None,
         })
+    }
+
+    /// Whether its controller opens subflows of its own ([`Controller::extra_subflows`]):
+    /// only a server that gives it a second connection ([`crate::subflows`]) can run it.
+    pub fn has_subflows(&self) -> bool {
+        kleinrock_cc::registry::find(&self.spec.name).is_some_and(|i| i.subflows)
+    }
+
+    /// Fails with [`BuildError::NeedsSubflows`] if the controller opens subflows, for a
+    /// sender that cannot give it any.
+    pub fn without_subflows(self) -> Result<CcFactory, BuildError> {
+        if self.has_subflows() {
+            return Err(BuildError::NeedsSubflows {
+                name: self.spec.name.clone(),
+            });
+        }
+        Ok(self)
+    }
+
+    /// A fresh controller, as a new connection's.
+    pub fn controller(&self) -> Box<dyn Controller> {
+        self.spec
+            .build()
+            .expect("the controller spec was validated by CcFactory::new")
+    }
+
+    /// Makes the probe of the factory this one was made from follow this connection's
+    /// controller again: a subflow's connection, built later, took it over.
+    pub fn lead(&self) {
+        if let (Some(parent), Some(state)) = (&self.parent, self.probe.state()) {
+            parent.follow(state);
+        }
     }
 
     /// This factory with its controllers calling `wake` after every ACK and congestion event.
@@ -253,10 +280,7 @@ impl CcFactory {
     /// A new adapter around a fresh controller; the probe follows it from now on.
     fn new_adapter(&self) -> Adapter {
         // CcFactory::new built this spec once; building is deterministic, so it cannot fail now.
-        let cc = self
-            .spec
-            .build()
-            .expect("the controller spec was validated by CcFactory::new");
+        let cc = self.controller();
         let state = Arc::new(Mutex::new(State::new(
             cc,
             self.owd.clone(),
@@ -510,6 +534,33 @@ impl CcProbe {
             smoothed_rtt: s.rtt.smoothed(),
             latest_rtt: s.rtt.latest(),
         })
+    }
+
+    /// How many subflows besides its own connection the controller wants open now
+    /// ([`Controller::extra_subflows`]); 0 before the factory built a controller.
+    pub fn extra_subflows(&self) -> usize {
+        self.state().map_or(0, |s| lock(&s).cc.extra_subflows())
+    }
+
+    /// The controller of subflow `index` (from 1), from the controller of this connection
+    /// ([`Controller::subflow_controller`]).
+    pub fn subflow_controller(&self, index: usize) -> Option<Box<dyn Controller>> {
+        let state = self.state()?;
+        let mut s = lock(&state);
+        s.cc.subflow_controller(index)
+    }
+
+    /// Hands the connection to `cc` from now on: what is in flight is acknowledged or
+    /// declared lost to it, and the counters and RTT estimates go on. `false` before the
+    /// factory built a controller.
+    pub fn replace_controller(&self, cc: Box<dyn Controller>) -> bool {
+        let Some(state) = self.state() else {
+            return false;
+        };
+        let mut s = lock(&state);
+        s.settle_all();
+        s.cc = cc;
+        true
     }
 
     /// Every RTT sample the controller got, in nanoseconds (mean, std, percentiles, CDF as the

@@ -58,7 +58,9 @@
 //! A datagram enters its link at the time the kernel received it (its `SO_TIMESTAMPNS`
 //! timestamp, carried over to the monotonic clock by subtracting how long it waited in the
 //! socket), but never before a time the model has already processed (without a timestamp, at
-//! the time it is read). Before it enters, every event due at or before that time is processed,
+//! the time it is read). The datagrams read from all sockets in one wake-up enter in the order
+//! of those times: read socket by socket, the first socket's would otherwise take the places
+//! a full queue frees before a datagram that arrived earlier on the next. Before it enters, every event due at or before that time is processed,
 //! and every event is processed with its own scheduled time as "now". The `Link` therefore sees
 //! the sequence of times the simulator would: a late event delays when a delivered datagram
 //! leaves the emulator, but never changes the model's rate, order, queue or drops, and a late
@@ -844,6 +846,16 @@ enum Control {
 }
 
 /// The relay thread's state.
+/// A datagram read from a socket, waiting to enter its link.
+struct Arrival {
+    /// When the kernel received it, model time.
+    at: u64,
+    dir: usize,
+    client: u32,
+    data: Box<[u8]>,
+    ipv6: bool,
+}
+
 struct Relay {
     start: Instant,
     listen: UdpSocket,
@@ -868,6 +880,8 @@ struct Relay {
     slab: Vec<Slot>,
     free: Vec<u32>,
     buf: Vec<u8>,
+    /// The datagrams read in one round, entered in the order they arrived.
+    arrivals: Vec<Arrival>,
     out: Vec<u32>,
     dirs: [Direction; 2],
     /// Datagrams and payload bytes in the links now, and the most at once.
@@ -940,6 +954,7 @@ impl Relay {
             slab: Vec::new(),
             free: Vec::new(),
             buf: vec![0; MAX_DATAGRAM],
+            arrivals: Vec::new(),
             out: Vec::new(),
             dirs: Default::default(),
             held: 0,
@@ -982,15 +997,23 @@ impl Relay {
                 return Ok(());
             }
             let mut drained = true;
+            let mut arrivals = std::mem::take(&mut self.arrivals);
             if ready(&self.fds[1]) {
-                drained &= self.drain_listen();
+                drained &= self.drain_listen(&mut arrivals);
             }
             // Clients added while draining are polled from the next round on.
             for i in 2..self.fds.len() {
                 if ready(&self.fds[i]) && self.clients[i - 2].is_some() {
-                    drained &= self.drain_upstream(i - 2);
+                    drained &= self.drain_upstream(i - 2, &mut arrivals);
                 }
             }
+            // Sockets are read one after the other; their datagrams enter in the order the
+            // kernel received them, so that no socket's datagrams go first at a full queue.
+            arrivals.sort_by_key(|a| a.at);
+            for a in arrivals.drain(..) {
+                self.enter(a);
+            }
+            self.arrivals = arrivals;
             if self.now_ns().saturating_sub(self.last_sweep_ns) >= self.sweep_every_ns() {
                 self.expire_idle_clients();
             }
@@ -1054,37 +1077,47 @@ impl Relay {
         }
     }
 
-    /// The model time at which a datagram that waited `waited_ns` in its socket arrived:
-    /// now minus the wait, but never before what the model has already processed.
+    /// The model time at which a datagram that waited `waited_ns` in its socket arrived: now
+    /// minus the wait ([`Relay::enter`] takes it no earlier than the model has run).
     fn arrival_time(&mut self, waited_ns: Option<u64>) -> u64 {
         let now = self.now_ns();
         if let Some(w) = waited_ns {
             self.input_wait.record(w);
         }
         now.saturating_sub(waited_ns.unwrap_or(0))
-            .max(self.model_ns)
     }
 
-    /// Reads up to [`BATCH`] datagrams from the listen socket; true if it is now empty.
-    fn drain_listen(&mut self) -> bool {
+    /// The datagram just read into `buf`, for link `dir`.
+    fn arrival(&mut self, r: &Received, dir: usize, client: u32) -> Arrival {
+        Arrival {
+            at: self.arrival_time(r.waited_ns()),
+            dir,
+            client,
+            data: self.buf[..r.len].into(),
+            ipv6: r.from.is_ipv6(),
+        }
+    }
+
+    /// Reads up to [`BATCH`] datagrams from the listen socket into `out`; true if it is now
+    /// empty.
+    fn drain_listen(&mut self, out: &mut Vec<Arrival>) -> bool {
         for _ in 0..BATCH {
             let Some(r) = self.read(1) else {
                 return true;
             };
-            let at = self.arrival_time(r.waited_ns());
             let Some(client) = self.client_for(r.from) else {
                 self.clients_refused += 1;
                 continue;
             };
             self.touch(client);
-            self.enter(FORWARD, client, r.len, r.from.is_ipv6(), at);
+            out.push(self.arrival(&r, FORWARD, client));
         }
         false
     }
 
-    /// Reads up to [`BATCH`] datagrams from a client's upstream socket; true if it is now
-    /// empty.
-    fn drain_upstream(&mut self, client: usize) -> bool {
+    /// Reads up to [`BATCH`] datagrams from a client's upstream socket into `out`; true if it
+    /// is now empty.
+    fn drain_upstream(&mut self, client: usize, out: &mut Vec<Arrival>) -> bool {
         for _ in 0..BATCH {
             let Some(r) = self.read(client + 2) else {
                 return true;
@@ -1094,9 +1127,8 @@ impl Relay {
                 self.unknown_bytes += r.len as u64;
                 continue;
             }
-            let at = self.arrival_time(r.waited_ns());
             self.touch(client as u32);
-            self.enter(REVERSE, client as u32, r.len, r.from.is_ipv6(), at);
+            out.push(self.arrival(&r, REVERSE, client as u32));
         }
         false
     }
@@ -1193,9 +1225,17 @@ impl Relay {
         Some(c)
     }
 
-    /// The datagram of `n` bytes in `buf` from `client` enters link `dir` at model time `now`,
-    /// unless the links hold as much as the emulator keeps.
-    fn enter(&mut self, dir: usize, client: u32, n: usize, ipv6: bool, now: u64) {
+    /// A datagram enters its link at its arrival time (or when the model has run to, if
+    /// later), unless the links hold as much as the emulator keeps.
+    fn enter(&mut self, a: Arrival) {
+        let Arrival {
+            at,
+            dir,
+            client,
+            data,
+            ipv6,
+        } = a;
+        let (now, n) = (at.max(self.model_ns), data.len());
         self.process_until(now);
         let d = &mut self.dirs[dir].stats;
         d.datagrams_in += 1;
@@ -1212,7 +1252,7 @@ impl Relay {
             }
         };
         let slot = &mut self.slab[packet as usize];
-        slot.data = self.buf[..n].into();
+        slot.data = data;
         slot.client = client;
         let q = Queued {
             packet,

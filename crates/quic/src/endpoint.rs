@@ -22,6 +22,8 @@ use crate::adapter::{CcCounters, CcFactory, CcProbe};
 use crate::emulator::IPV4_UDP_HEADER;
 use crate::limits::{WindowBudget, MIN_CONNECTION_WINDOW};
 use crate::stamps::{StampStats, StampedSocket, Stamps, ALPN_STAMPED, TRAILER_LEN};
+use crate::subflows::{self, Leg, Pairing, SubflowReport};
+use crate::timers::FineRuntime;
 use kleinrock_cc::Rate;
 use noq::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use noq::rustls;
@@ -180,12 +182,12 @@ fn tls(e: impl fmt::Display) -> Error {
     Error::Tls(e.to_string())
 }
 
-fn connection(e: impl fmt::Display) -> Error {
+pub(crate) fn connection(e: impl fmt::Display) -> Error {
     Error::Connection(e.to_string())
 }
 
 /// A stream error with its cause (a lost connection says why it was lost).
-fn stream(e: impl std::error::Error) -> Error {
+pub(crate) fn stream(e: impl std::error::Error) -> Error {
     match std::error::Error::source(&e) {
         Some(cause) => Error::Stream(format!("{e}: {cause}")),
         None => Error::Stream(e.to_string()),
@@ -314,7 +316,8 @@ fn new_endpoint(
         endpoint_config()?,
         server,
         Box::new(socket),
-        Arc::new(noq::TokioRuntime),
+        // Pacing to the packet needs timers finer than tokio's millisecond.
+        Arc::new(FineRuntime),
     )
     .map_err(io("starting the QUIC endpoint"))
 }
@@ -430,6 +433,10 @@ struct Counts {
     dropped_handshakes: AtomicU64,
     /// Handshakes given up after [`HANDSHAKE_TIMEOUT`].
     handshake_timeouts: AtomicU64,
+    /// Connections paired with their subflow's connection, and those whose client did not
+    /// open one in time ([`crate::subflows`]).
+    paired: AtomicU64,
+    unpaired: AtomicU64,
 }
 
 /// One connection as [`ServerHandle::connections`] reports it.
@@ -551,6 +558,11 @@ pub struct ServerStats {
     pub dropped_handshakes: u64,
     /// Handshakes given up after [`HANDSHAKE_TIMEOUT`].
     pub handshake_timeouts: u64,
+    /// Connections paired with their subflow's connection (a controller that opens subflows,
+    /// [`crate::subflows`]), and those whose client did not open one within
+    /// [`subflows::PAIR_TIMEOUT`] (their controller ran on one connection).
+    pub paired_connections: u64,
+    pub unpaired_connections: u64,
     /// Datagrams and timestamps at the server's socket; `stray_datagrams` are those from
     /// addresses that never had a connection, which QUIC dropped.
     pub datagrams: StampStats,
@@ -604,6 +616,8 @@ impl ServerHandle {
             retries: get(&c.retries),
             dropped_handshakes: get(&c.dropped_handshakes),
             handshake_timeouts: get(&c.handshake_timeouts),
+            paired_connections: get(&c.paired),
+            unpaired_connections: get(&c.unpaired),
             datagrams: self.stamps.stats(),
         }
     }
@@ -818,6 +832,7 @@ pub async fn serve(opts: ServeOptions) -> Result<ServerHandle, Error> {
             counts: counts.clone(),
             budget: budget.clone(),
             recent: recent.clone(),
+            pairing: Pairing::default(),
         },
     ));
     Ok(ServerHandle {
@@ -863,6 +878,8 @@ struct Shared {
     counts: Arc<Counts>,
     budget: Arc<WindowBudget>,
     recent: Arc<Recent>,
+    /// Connections waiting for their subflow's connection.
+    pairing: Pairing,
 }
 
 /// What the accept loop does with a connection attempt.
@@ -990,7 +1007,7 @@ async fn accept_loop(endpoint: noq::Endpoint, shared: Shared) {
                     peer,
                     String::from_utf8_lossy(&alpn).into_owned(),
                     stamped,
-                    factory,
+                    factory.clone(),
                 );
                 let handle = conn.weak_handle();
                 let windows = handle.clone();
@@ -1000,7 +1017,7 @@ async fn accept_loop(endpoint: noq::Endpoint, shared: Shared) {
                         c.set_receive_window(VarInt::from_u64(w).unwrap_or(VarInt::MAX));
                     }
                 }));
-                serve_connection(conn, protocol).await;
+                serve_connection(conn, protocol, factory, &shared).await;
                 shared.stamps.closed(peer);
                 shared.recent.ended(id);
                 // Its place and its grant are free once noq has dropped the connection and the
@@ -1079,12 +1096,33 @@ async fn handshake(
     Some((conn, protocol, alpn))
 }
 
-async fn serve_connection(conn: noq::Connection, protocol: Protocol) {
+/// One connection of the server as its `kleinrock` requests see it.
+struct Served {
+    conn: noq::Connection,
+    /// The factory that built its controller.
+    factory: CcFactory,
+    shared: Arc<Shared>,
+    /// Whether a `G` request asked for its subflow already ([`crate::subflows`]).
+    paired: tokio::sync::Mutex<bool>,
+}
+
+async fn serve_connection(
+    conn: noq::Connection,
+    protocol: Protocol,
+    factory: CcFactory,
+    shared: &Arc<Shared>,
+) {
+    let served = Arc::new(Served {
+        conn: conn.clone(),
+        factory,
+        shared: shared.clone(),
+        paired: tokio::sync::Mutex::new(false),
+    });
     let mut streams = JoinSet::new();
     // Ends when the client closes the connection.
     while let Ok((send, recv)) = conn.accept_bi().await {
         match protocol {
-            Protocol::Kleinrock => streams.spawn(serve_kleinrock(send, recv)),
+            Protocol::Kleinrock => streams.spawn(serve_kleinrock(send, recv, served.clone())),
             Protocol::HqInterop => streams.spawn(serve_hq(send, recv)),
         };
         while streams.try_join_next().is_some() {}
@@ -1101,14 +1139,33 @@ fn refuse(mut send: noq::SendStream) {
 }
 
 /// Answers one `kleinrock` request; a malformed one is refused.
-async fn serve_kleinrock(mut send: noq::SendStream, mut recv: noq::RecvStream) {
+async fn serve_kleinrock(
+    mut send: noq::SendStream,
+    mut recv: noq::RecvStream,
+    served: Arc<Served>,
+) {
     let mut request = [0u8; 9];
     if recv.read_exact(&mut request).await.is_err() {
         return refuse(send);
     }
     let size = u64::from_be_bytes(request[1..].try_into().unwrap_or_default());
     match request[0] {
-        b'G' => send_content(send, size).await,
+        b'G' => {
+            pair_once(&served).await;
+            send_content(send, size).await
+        }
+        b'S' => {
+            let leg = Leg {
+                conn: served.conn.clone(),
+                probe: served.factory.probe(),
+            };
+            // The token rides in the length's place.
+            if served.shared.pairing.attach(size, leg) {
+                finish(send).await
+            } else {
+                refuse(send)
+            }
+        }
         b'P' => match read_content(&mut recv, Some(size)).await {
             Ok((received, sha256)) if received == size => {
                 let _ = send.write_all(&sha256).await;
@@ -1117,6 +1174,21 @@ async fn serve_kleinrock(mut send: noq::SendStream, mut recv: noq::RecvStream) {
             _ => refuse(send),
         },
         _ => refuse(send),
+    }
+}
+
+/// Pairs `served` with its subflow's connection before its first `G` request is answered, if
+/// its controller opens subflows ([`crate::subflows`]); later requests wait until that is done.
+async fn pair_once(served: &Served) {
+    let mut paired = served.paired.lock().await;
+    if !*paired && served.factory.has_subflows() {
+        *paired = true;
+        let counts = &served.shared.counts;
+        if subflows::pair(&served.conn, &served.factory, &served.shared.pairing).await {
+            counts.paired.fetch_add(1, Ordering::Relaxed);
+        } else {
+            counts.unpaired.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -1228,6 +1300,8 @@ pub struct FetchReport {
     pub received_sha256: String,
     /// The server agreed to datagram timestamps.
     pub timestamps: bool,
+    /// The second connections the server's controller asked for ([`crate::subflows`]).
+    pub subflows: SubflowReport,
 }
 
 /// What one [`upload`] measured.
@@ -1263,15 +1337,20 @@ fn client_config(
         .stream_receive_window(VarInt::from_u64(window).map_err(|_| {
             Error::Connection(format!("a receive window of {window} bytes is too large"))
         })?)
-        .max_concurrent_uni_streams(VarInt::from_u32(0));
+        // The server's subflow requests and filler (crate::subflows), one stream at a time.
+        .max_concurrent_uni_streams(VarInt::from_u32(UNI_STREAMS));
     config.transport_config(Arc::new(transport));
     Ok(config)
 }
 
+/// Unidirectional streams a client lets its server open at once: the subflow token and the
+/// filler streams, each ended before the next ([`crate::subflows`]).
+const UNI_STREAMS: u32 = 2;
+
 /// A client connection with its endpoint.
-struct Client {
+pub(crate) struct Client {
     endpoint: noq::Endpoint,
-    conn: noq::Connection,
+    pub(crate) conn: noq::Connection,
     handshake: Duration,
     stamped: bool,
 }
@@ -1279,7 +1358,7 @@ struct Client {
 impl Client {
     /// Connects to `server` (loopback) trusting only `cert_der`; with a `factory`, the client's
     /// own sending is controlled by it and timestamp echoes feed it.
-    async fn connect(
+    pub(crate) async fn connect(
         server: SocketAddr,
         cert_der: &[u8],
         opts: &ClientOptions,
@@ -1322,7 +1401,7 @@ impl Client {
     }
 
     /// Closes the connection and gives the close a moment to reach the server.
-    async fn close(self) {
+    pub(crate) async fn close(self) {
         self.conn.close(VarInt::from_u32(0), b"done");
         let _ = tokio::time::timeout(CLOSE_DRAIN, self.endpoint.wait_idle()).await;
     }
@@ -1342,13 +1421,24 @@ pub async fn fetch_with(
     opts: &ClientOptions,
 ) -> Result<FetchReport, Error> {
     let client = Client::connect(server, cert_der, opts, None).await?;
+    let subflows = tokio::spawn(subflows::follow(
+        client.conn.clone(),
+        server,
+        cert_der.to_vec(),
+        *opts,
+    ));
     let result = request(&client.conn, size).await;
     let (handshake, timestamps) = (client.handshake, client.stamped);
     client.close().await;
+    let subflows = subflows
+        .await
+        .map_err(|e| Error::Connection(format!("the subflows' task failed: {e}")))?;
+    let result = result?;
     Ok(FetchReport {
         handshake,
         timestamps,
-        ..result?
+        subflows: subflows?,
+        ..result
     })
 }
 
@@ -1385,11 +1475,12 @@ async fn request(conn: &noq::Connection, size: u64) -> Result<FetchReport, Error
         expected_sha256,
         received_sha256,
         timestamps: false,
+        subflows: SubflowReport::default(),
     })
 }
 
 /// A `kleinrock` request: the command byte and the length.
-fn command(kind: u8, size: u64) -> [u8; 9] {
+pub(crate) fn command(kind: u8, size: u64) -> [u8; 9] {
     let mut out = [kind; 9];
     out[1..].copy_from_slice(&size.to_be_bytes());
     out
@@ -1405,6 +1496,11 @@ pub async fn upload(
     factory: &CcFactory,
     opts: &ClientOptions,
 ) -> Result<UploadReport, Error> {
+    // A client cannot give its controller a second connection (only a server asks for one).
+    let factory = &factory
+        .clone()
+        .without_subflows()
+        .map_err(|e| Error::Connection(e.to_string()))?;
     let client = Client::connect(server, cert_der, opts, Some(factory)).await?;
     let result = send_upload(&client.conn, size).await;
     let (handshake, timestamps) = (client.handshake, client.stamped);

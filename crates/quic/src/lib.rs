@@ -6,5 +6,7 @@ pub mod emulator;
 pub mod endpoint;
 pub mod limits;
 pub mod stamps;
+pub mod subflows;
+pub mod timers;
 pub mod trace;
 pub mod tunnel;

@@ -626,6 +626,7 @@ async fn entry_path(
         ..ControllerConfig::default()
     };
     let factory = CcFactory::new(&p.cc, p.params.clone(), config)
+        .and_then(CcFactory::without_subflows)
         .map_err(|e| at(&e))?
         .with_epoch(epoch)
         .waking({
