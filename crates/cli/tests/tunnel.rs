@@ -13,9 +13,18 @@
 //! 47 ms in two (docs/mpdccp.md, "A QUIC tunnel"), so that point of the issue is not met yet. Each run is 20 s of real time through two emulators; they run one after the
 //! other, and a run whose emulator or source fell behind fails with the reason, never passes.
 
+mod common;
+
+use common::Proc;
 use serde_json::Value;
+use std::net::UdpSocket;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The tests of this file measure real time: one at a time.
+static REAL_TIME: Mutex<()> = Mutex::new(());
 
 /// Spill time, s: the issue's tolerance.
 const SPILL_TOLERANCE_S: f64 = 0.5;
@@ -70,6 +79,7 @@ fn row(v: &Value, metric: &str) -> (f64, f64) {
 
 #[test]
 fn figure_6_over_quic_paths_agrees_with_the_simulator_with_bbr_and_with_newreno() {
+    let _one = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
     for (point, cc) in [("1", "bbr"), ("2", "newreno")] {
         let dir =
             std::env::temp_dir().join(format!("kleinrock-tunnel-{cc}-{}", std::process::id()));
@@ -120,5 +130,78 @@ fn figure_6_over_quic_paths_agrees_with_the_simulator_with_bbr_and_with_newreno(
             assert!(html.contains(part), "{cc}: the report has no `{part}`");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The inodes of the sockets process `pid` has open.
+fn socket_inodes(pid: u32) -> Vec<u64> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.filter_map(|fd| {
+        let target = std::fs::read_link(fd.ok()?.path()).ok()?;
+        let target = target.to_str()?;
+        target
+            .strip_prefix("socket:[")?
+            .strip_suffix(']')?
+            .parse()
+            .ok()
+    })
+    .collect()
+}
+
+/// The local ports of the IPv4 UDP sockets with these inodes (`/proc/net/udp`).
+fn udp_ports(inodes: &[u64]) -> Vec<u16> {
+    let table = std::fs::read_to_string("/proc/net/udp").expect("/proc/net/udp is readable");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let inode: u64 = fields.get(9)?.parse().ok()?;
+            let port = fields.get(1)?.split(':').nth(1)?;
+            inodes
+                .contains(&inode)
+                .then(|| u16::from_str_radix(port, 16).ok())?
+        })
+        .collect()
+}
+
+/// A tunnel run killed midway (SIGKILL, as a crash or an operator would) leaves none of its
+/// ports held: its two ends, both emulators and the far ends' sockets can all be bound again
+/// at once. The run's UDP ports are read from /proc while it carries traffic.
+#[test]
+fn a_killed_tunnel_frees_every_port_it_held() {
+    let _one = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/ccid5/fig6_quic_tunnel.toml"
+    );
+    let mut tunnel = Proc::kleinrock("kleinrock tunnel", &["tunnel", scenario, "--point", "2"]);
+    // Each path: the entry's socket, its emulator's listening and upstream sockets, the far
+    // end's socket.
+    let wanted = 8;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut ports = Vec::new();
+    while ports.len() < wanted && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        ports = udp_ports(&socket_inodes(tunnel.pid()));
+    }
+    if ports.len() < wanted {
+        tunnel.fail(format!(
+            "only {} UDP sockets open after 10 s: {ports:?}",
+            ports.len()
+        ));
+    }
+    // Into the run: both paths' connections are up and the source sends (it starts once they
+    // are, well within a second on loopback).
+    std::thread::sleep(Duration::from_secs(2));
+    ports = udp_ports(&socket_inodes(tunnel.pid()));
+    assert!(tunnel.running(), "the run ended early: {}", tunnel.stderr());
+    tunnel.child.kill().expect("SIGKILL is delivered");
+    tunnel.wait(Duration::from_secs(5));
+    for port in ports {
+        UdpSocket::bind(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("port {port} is still held after the kill: {e}"));
     }
 }

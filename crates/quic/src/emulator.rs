@@ -1087,10 +1087,13 @@ impl Relay {
         now.saturating_sub(waited_ns.unwrap_or(0))
     }
 
-    /// The datagram just read into `buf`, for link `dir`.
-    fn arrival(&mut self, r: &Received, dir: usize, client: u32) -> Arrival {
+    /// The datagram just read into `buf`, for link `dir`, arrived no earlier than `after` (the
+    /// datagram read before it from the same socket: a socket's datagrams keep their order,
+    /// where clock readings would put those of one batch, stamped alike, a few nanoseconds
+    /// apart either way).
+    fn arrival(&mut self, r: &Received, dir: usize, client: u32, after: u64) -> Arrival {
         Arrival {
-            at: self.arrival_time(r.waited_ns()),
+            at: self.arrival_time(r.waited_ns()).max(after),
             dir,
             client,
             data: self.buf[..r.len].into(),
@@ -1101,6 +1104,7 @@ impl Relay {
     /// Reads up to [`BATCH`] datagrams from the listen socket into `out`; true if it is now
     /// empty.
     fn drain_listen(&mut self, out: &mut Vec<Arrival>) -> bool {
+        let mut last = 0;
         for _ in 0..BATCH {
             let Some(r) = self.read(1) else {
                 return true;
@@ -1110,7 +1114,9 @@ impl Relay {
                 continue;
             };
             self.touch(client);
-            out.push(self.arrival(&r, FORWARD, client));
+            let a = self.arrival(&r, FORWARD, client, last);
+            last = a.at;
+            out.push(a);
         }
         false
     }
@@ -1118,6 +1124,7 @@ impl Relay {
     /// Reads up to [`BATCH`] datagrams from a client's upstream socket into `out`; true if it
     /// is now empty.
     fn drain_upstream(&mut self, client: usize, out: &mut Vec<Arrival>) -> bool {
+        let mut last = 0;
         for _ in 0..BATCH {
             let Some(r) = self.read(client + 2) else {
                 return true;
@@ -1128,7 +1135,9 @@ impl Relay {
                 continue;
             }
             self.touch(client as u32);
-            out.push(self.arrival(&r, REVERSE, client as u32));
+            let a = self.arrival(&r, REVERSE, client as u32, last);
+            last = a.at;
+            out.push(a);
         }
         false
     }
