@@ -10,13 +10,18 @@
 //! at least 9 of 10 runs, and where they match the goodput after the decision is within 15 %
 //! of the simulated run's (the tolerances). Each transfer carries 3.5 s of the link's
 //! rate; the runs go one after the other, and a run whose emulator fell behind fails with the
-//! reason, never passes.
+//! reason, never passes. A last run re-detects every second through the fair queue: every
+//! probe runs over the same second connection and decides as the simulator's do.
 
 mod common;
 
 use common::Proc;
 use serde_json::Value;
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// The tests of this file measure real time: one at a time.
+static REAL_TIME: Mutex<()> = Mutex::new(());
 
 /// The tolerance: the decision matches in at least this many of the ten runs.
 const MATCHES: usize = 9;
@@ -41,16 +46,17 @@ struct Run {
     problems: Vec<String>,
 }
 
-/// Runs sweep point `point` (from 1) for real beside the simulator.
-fn run(point: usize) -> Run {
+/// Runs sweep point `point` (from 1) for real beside the simulator, with `--set` changes
+/// `extra`; its JSON output and what went wrong.
+fn transfer(point: usize, seconds: f64, extra: &[&str]) -> (Value, Vec<String>) {
     let rate = RATES[(point - 1) % RATES.len()];
-    let size = format!("flows.0.size={}B", (rate * 1e6 / 8.0 * 3.5) as u64);
+    let size = format!("flows.0.size={}B", (rate * 1e6 / 8.0 * seconds) as u64);
     let scenario = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../scenarios/fq-detect/accuracy.toml"
     );
     let point_arg = point.to_string();
-    let args = [
+    let mut args = vec![
         "transfer",
         "--scenario",
         scenario,
@@ -61,6 +67,9 @@ fn run(point: usize) -> Run {
         "--compare-sim",
         "--json",
     ];
+    for e in extra {
+        args.extend(["--set", e]);
+    }
     let mut child = Proc::kleinrock("kleinrock transfer", &args);
     let code = child.wait_or_kill(RUN_TIMEOUT).and_then(|s| s.code());
     let (stdout, stderr) = (child.stdout_rest(), child.stderr());
@@ -69,14 +78,20 @@ fn run(point: usize) -> Run {
         problems.push(format!("kleinrock exited {code:?}: {}", stderr.trim()));
     }
     let json: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-    let decision = |side: &str| json[side]["flows"][0]["fq_detection"]["fair_queuing"].as_bool();
-    let goodput = |side: &str| json["fq_switch"][side]["goodput_bps"].as_f64();
     if json["subflow_connections"].as_u64() != Some(1) {
         problems.push(format!(
             "{} subflow connections, not 1",
             json["subflow_connections"]
         ));
     }
+    (json, problems)
+}
+
+/// Runs sweep point `point` (from 1) for real beside the simulator, 3.5 s of the link's rate.
+fn run(point: usize) -> Run {
+    let (json, problems) = transfer(point, 3.5, &[]);
+    let decision = |side: &str| json[side]["flows"][0]["fq_detection"]["fair_queuing"].as_bool();
+    let goodput = |side: &str| json["fq_switch"][side]["goodput_bps"].as_f64();
     Run {
         point,
         decisions: (decision("real"), decision("simulated")),
@@ -122,6 +137,7 @@ fn judge(class: &str, runs: &[Run]) -> Vec<String> {
 
 #[test]
 fn fq_switch_decides_as_the_simulator_through_a_fair_queue_and_a_fifo() {
+    let _one = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let mut problems = Vec::new();
     for (class, first) in [("FIFO", FIFO_50), ("fair queue", FQ_50)] {
         let runs: Vec<Run> = (first..first + 10).map(run).collect();
@@ -135,4 +151,22 @@ fn fq_switch_decides_as_the_simulator_through_a_fair_queue_and_a_fifo() {
         problems.extend(judge(class, &runs));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Re-detection (`redetect`, FQ-detect §VII's "every 5 or 10 seconds", here every second)
+/// probes again over the same second connection and decides as the simulator does each time.
+#[test]
+fn fq_switch_probes_again_over_the_same_second_connection() {
+    let _one = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let (json, problems) = transfer(FQ_50 + 1, 5.0, &["flows.0.params.redetect=1s"]);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    for side in ["real", "simulated"] {
+        let d = &json[side]["flows"][0]["fq_detection"];
+        assert_eq!(d["fair_queuing"], true, "{side}: {d}");
+        let n = d["detections"].as_u64().unwrap_or(0);
+        assert!(
+            n >= 3,
+            "{side}: {n} decisions in 5 s with re-detection every second"
+        );
+    }
 }

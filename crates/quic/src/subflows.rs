@@ -214,3 +214,80 @@ async fn drain(client: Client) -> u64 {
     client.close().await;
     bytes
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::endpoint::{fetch_with, serve, ServeOptions};
+    use kleinrock_cc::{ControllerConfig, Params};
+
+    fn fq_switch() -> CcFactory {
+        CcFactory::new("fq_switch", Params::new(), ControllerConfig::default())
+            .expect("fq_switch builds")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fetch_pairs_a_second_connection_for_the_fast_leg() {
+        let server = serve(ServeOptions::new(fq_switch()))
+            .await
+            .expect("the server starts");
+        let report = fetch_with(
+            server.local_addr(),
+            server.cert_der(),
+            200_000,
+            &ClientOptions::default(),
+        )
+        .await
+        .expect("the content arrives whole");
+        assert_eq!(report.subflows.connections, 1);
+        let stats = server.stats();
+        assert_eq!(
+            (stats.paired_connections, stats.unpaired_connections),
+            (1, 0)
+        );
+        assert_eq!(stats.connections, 2, "the fetch and its fast leg");
+        // The fetch's controller leads the server's probe again once its leg was built.
+        let sample = server.probe().sample().expect("a controller");
+        assert!(
+            sample.counters.bytes_acked >= 200_000,
+            "{:?}",
+            sample.counters
+        );
+        server.shutdown().await.expect("released");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_token_nobody_sent_is_refused() {
+        let server = serve(ServeOptions::new(fq_switch()))
+            .await
+            .expect("the server starts");
+        let client = Client::connect(
+            server.local_addr(),
+            server.cert_der(),
+            &ClientOptions::default(),
+            None,
+        )
+        .await
+        .expect("connects");
+        let (mut send, mut recv) = client.conn.open_bi().await.expect("a stream");
+        send.write_all(&command(b'S', 42)).await.expect("sent");
+        send.finish().expect("finished");
+        assert!(
+            recv.read_to_end(16).await.is_err(),
+            "the stream is reset, not answered"
+        );
+        assert_eq!(server.stats().paired_connections, 0);
+        client.close().await;
+        server.shutdown().await.expect("released");
+    }
+
+    #[test]
+    fn tokens_are_unique_among_those_waiting() {
+        let pairing = Pairing::default();
+        let tokens: Vec<u64> = (0..100).map(|_| pairing.expect().0).collect();
+        let mut sorted = tokens.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), tokens.len());
+    }
+}
