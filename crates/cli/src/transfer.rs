@@ -202,11 +202,23 @@ async fn run_real(s: &Scenario, timestamps: bool) -> Result<RealRun, String> {
         endpoint::fetch_with(emulator.listen_addr(), server.cert_der(), size, &opts).await;
     let trace = recorder.finish().await;
     let stats = emulator.shutdown();
+    let unpaired = server.stats().unpaired_connections;
     let probe = server.probe();
     server.shutdown().await.map_err(|e| e.to_string())?;
     let report = fetched.map_err(|e| e.to_string())?;
     let mut summary = real_summary(s, &report, &stats, &probe);
     summary.warnings = factory.warnings();
+    if unpaired > 0 {
+        summary.warnings.push(format!(
+            "the client opened no second connection for the controller's subflow ({}): its \
+             probe ran on one leg, so its decision says nothing of the bottleneck",
+            report
+                .subflows
+                .failure
+                .as_deref()
+                .unwrap_or("it was not asked for")
+        ));
+    }
     Ok(RealRun {
         report,
         emulator: stats,
@@ -412,10 +424,6 @@ fn decisions(s: &Scenario, real: &RealRun, sim: Option<&RunOutput>) -> Option<De
 /// The real and simulated figures side by side.
 fn comparison(real: &Summary, sim: &Summary, decisions: Option<&Decisions>) -> String {
     let (r, m) = (&real.flows[0], &sim.flows[0]);
-    let diff = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b != 0.0 => num(Some((a / b - 1.0) * 100.0), 1),
-        _ => "-".to_string(),
-    };
     let mut t = Table::new(&["metric", "real", "simulated", "real vs sim %"]);
     let rows: [(&str, Option<f64>, Option<f64>, usize); 6] = [
         (
@@ -440,14 +448,7 @@ fn comparison(real: &Summary, sim: &Summary, decisions: Option<&Decisions>) -> S
             1,
         ),
     ];
-    for (name, a, b, digits) in rows {
-        t.row(vec![
-            name.into(),
-            num(a, digits),
-            num(b, digits),
-            diff(a, b),
-        ]);
-    }
+    numeric_rows(&mut t, &rows);
     if let Some(d) = decisions {
         let fq = |f: &FlowMetrics| match f.fq_detection {
             Some(d) if d.fair_queuing => "fair queue",
@@ -475,16 +476,21 @@ fn comparison(real: &Summary, sim: &Summary, decisions: Option<&Decisions>) -> S
                 3,
             ),
         ];
-        for (name, a, b, digits) in rows {
-            t.row(vec![
-                name.into(),
-                num(a, digits),
-                num(b, digits),
-                diff(a, b),
-            ]);
-        }
+        numeric_rows(&mut t, &rows);
     }
     t.render()
+}
+
+/// Rows of a real and a simulated figure (`None`: none), with `digits` decimals and the
+/// difference in per cent.
+fn numeric_rows(t: &mut Table, rows: &[(&str, Option<f64>, Option<f64>, usize)]) {
+    for &(name, a, b, digits) in rows {
+        let diff = match (a, b) {
+            (Some(a), Some(b)) if b != 0.0 => num(Some((a / b - 1.0) * 100.0), 1),
+            _ => "-".to_string(),
+        };
+        t.row(vec![name.into(), num(a, digits), num(b, digits), diff]);
+    }
 }
 
 /// Writes summary.json, the real trace and the simulated run's outputs under `dir`, atomically.
@@ -527,7 +533,7 @@ pub fn run(args: TransferArgs) -> Result<(), String> {
     let sim = args.compare_sim.then(|| runner::run(&twin(&s, header)));
     let sim_summary = sim.as_ref().map(|o| &o.summary);
     let decisions = decisions(&s, &real, sim.as_ref());
-    let subflows = real.report.subflows;
+    let subflows = &real.report.subflows;
     if args.json {
         let value = serde_json::json!({
             "real": real.summary,

@@ -29,8 +29,8 @@
 //! socket, its poll entry and its class at a fair queue, for at most [`MAX_CLIENTS`] clients,
 //! kept until the client has been idle for [`EmulatorConfig::client_idle`]. In its links: the
 //! queue is bounded by the link's buffer as configured, and whatever the configuration (a
-//! buffer of a million packets, a long fat path) the links hold at most [`MAX_HELD_DATAGRAMS`] datagrams and [`MAX_HELD_BYTES`] payload
-//! bytes, each datagram in an allocation of its own size freed when it leaves; a datagram
+//! buffer of a million packets, a long fat path) the links hold at most
+//! [`MAX_HELD_DATAGRAMS`] datagrams and [`MAX_HELD_BYTES`] payload bytes, each datagram in an allocation of its own size freed when it leaves; a datagram
 //! beyond that is dropped before its link sees it, counted
 //! ([`DirectionStats::dropped_memory`]), and makes the run invalid. The slots and the event
 //! queue grow to the most datagrams held at once, a few dozen bytes each. Outside the
@@ -60,8 +60,10 @@
 //! socket), but never before a time the model has already processed (without a timestamp, at
 //! the time it is read). The datagrams read from all sockets in one wake-up enter in the order
 //! of those times: read socket by socket, the first socket's would otherwise take the places
-//! a full queue frees before a datagram that arrived earlier on the next. Before it enters, every event due at or before that time is processed,
-//! and every event is processed with its own scheduled time as "now". The `Link` therefore sees
+//! a full queue frees before a datagram that arrived earlier on the next; a socket's own
+//! datagrams keep the order they were read in. At most [`MAX_ROUND_BYTES`] are read before
+//! they enter. Before it enters, every event due at or before that time is processed, and
+//! every event is processed with its own scheduled time as "now". The `Link` therefore sees
 //! the sequence of times the simulator would: a late event delays when a delivered datagram
 //! leaves the emulator, but never changes the model's rate, order, queue or drops, and a late
 //! read does not move a datagram's arrival unless the model had already run past it.
@@ -146,6 +148,9 @@ pub const COALESCE_NS: u64 = 20_000;
 const BATCH: usize = 64;
 /// Largest UDP payload.
 const MAX_DATAGRAM: usize = 65_536;
+/// Payload bytes read in one wake-up before they enter the links: reading stops there until the
+/// next (the links' own bound, [`MAX_HELD_BYTES`], applies as they enter).
+const MAX_ROUND_BYTES: usize = 4 << 20;
 /// Link ids (also their index in `Relay::links`).
 const FORWARD: usize = 0;
 const REVERSE: usize = 1;
@@ -845,7 +850,6 @@ enum Control {
     Quit,
 }
 
-/// The relay thread's state.
 /// A datagram read from a socket, waiting to enter its link.
 struct Arrival {
     /// When the kernel received it, model time.
@@ -856,6 +860,7 @@ struct Arrival {
     ipv6: bool,
 }
 
+/// The relay thread's state.
 struct Relay {
     start: Instant,
     listen: UdpSocket,
@@ -880,8 +885,9 @@ struct Relay {
     slab: Vec<Slot>,
     free: Vec<u32>,
     buf: Vec<u8>,
-    /// The datagrams read in one round, entered in the order they arrived.
+    /// The datagrams read in one round, entered in the order they arrived, and their bytes.
     arrivals: Vec<Arrival>,
+    round_bytes: usize,
     out: Vec<u32>,
     dirs: [Direction; 2],
     /// Datagrams and payload bytes in the links now, and the most at once.
@@ -955,6 +961,7 @@ impl Relay {
             free: Vec::new(),
             buf: vec![0; MAX_DATAGRAM],
             arrivals: Vec::new(),
+            round_bytes: 0,
             out: Vec::new(),
             dirs: Default::default(),
             held: 0,
@@ -1014,6 +1021,7 @@ impl Relay {
                 self.enter(a);
             }
             self.arrivals = arrivals;
+            self.round_bytes = 0;
             if self.now_ns().saturating_sub(self.last_sweep_ns) >= self.sweep_every_ns() {
                 self.expire_idle_clients();
             }
@@ -1092,6 +1100,7 @@ impl Relay {
     /// where clock readings would put those of one batch, stamped alike, a few nanoseconds
     /// apart either way).
     fn arrival(&mut self, r: &Received, dir: usize, client: u32, after: u64) -> Arrival {
+        self.round_bytes += r.len;
         Arrival {
             at: self.arrival_time(r.waited_ns()).max(after),
             dir,
@@ -1106,6 +1115,9 @@ impl Relay {
     fn drain_listen(&mut self, out: &mut Vec<Arrival>) -> bool {
         let mut last = 0;
         for _ in 0..BATCH {
+            if self.round_bytes >= MAX_ROUND_BYTES {
+                return false;
+            }
             let Some(r) = self.read(1) else {
                 return true;
             };
@@ -1126,6 +1138,9 @@ impl Relay {
     fn drain_upstream(&mut self, client: usize, out: &mut Vec<Arrival>) -> bool {
         let mut last = 0;
         for _ in 0..BATCH {
+            if self.round_bytes >= MAX_ROUND_BYTES {
+                return false;
+            }
             let Some(r) = self.read(client + 2) else {
                 return true;
             };

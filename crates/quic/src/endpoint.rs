@@ -34,7 +34,7 @@ use noq::{
 use std::collections::VecDeque;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::task::{JoinHandle, JoinSet};
@@ -1104,6 +1104,9 @@ struct Served {
     shared: Arc<Shared>,
     /// Whether a `G` request asked for its subflow already ([`crate::subflows`]).
     paired: tokio::sync::Mutex<bool>,
+    /// Whether it is another connection's subflow: it becomes one once, and only if it asked
+    /// for none itself.
+    leg: AtomicBool,
 }
 
 async fn serve_connection(
@@ -1117,6 +1120,7 @@ async fn serve_connection(
         factory,
         shared: shared.clone(),
         paired: tokio::sync::Mutex::new(false),
+        leg: AtomicBool::new(false),
     });
     let mut streams = JoinSet::new();
     // Ends when the client closes the connection.
@@ -1155,6 +1159,10 @@ async fn serve_kleinrock(
             send_content(send, size).await
         }
         b'S' => {
+            let asked_for_one = served.paired.try_lock().map_or(true, |p| *p);
+            if asked_for_one || served.leg.swap(true, Ordering::Relaxed) {
+                return refuse(send);
+            }
             let leg = Leg {
                 conn: served.conn.clone(),
                 probe: served.factory.probe(),
@@ -1163,6 +1171,7 @@ async fn serve_kleinrock(
             if served.shared.pairing.attach(size, leg) {
                 finish(send).await
             } else {
+                served.leg.store(false, Ordering::Relaxed);
                 refuse(send)
             }
         }
@@ -1430,15 +1439,15 @@ pub async fn fetch_with(
     let result = request(&client.conn, size).await;
     let (handshake, timestamps) = (client.handshake, client.stamped);
     client.close().await;
-    let subflows = subflows
-        .await
-        .map_err(|e| Error::Connection(format!("the subflows' task failed: {e}")))?;
-    let result = result?;
+    let subflows = subflows.await.unwrap_or_else(|e| SubflowReport {
+        failure: Some(format!("the subflow's task failed: {e}")),
+        ..SubflowReport::default()
+    });
     Ok(FetchReport {
         handshake,
         timestamps,
-        subflows: subflows?,
-        ..result
+        subflows,
+        ..result?
     })
 }
 

@@ -31,7 +31,6 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::oneshot;
-use tokio::task::JoinSet;
 
 /// How long the server holds a fetch for its second connection.
 pub const PAIR_TIMEOUT: Duration = Duration::from_secs(5);
@@ -75,7 +74,22 @@ impl Pairing {
     fn forget(&self, token: u64) {
         self.waiting().remove(&token);
     }
+}
 
+/// A token waiting for its connection, forgotten however the wait ends (paired, timed out, or
+/// the task dropped when its connection closed).
+struct Waiting<'a> {
+    pairing: &'a Pairing,
+    token: u64,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.pairing.forget(self.token);
+    }
+}
+
+impl Pairing {
     /// Hands `leg` to the connection that sent `token`; `false` if none waits for it.
     pub(crate) fn attach(&self, token: u64, leg: Leg) -> bool {
         match self.waiting().remove(&token) {
@@ -102,22 +116,25 @@ fn random_token() -> u64 {
 /// of `main`'s life. Returns whether the pairing succeeded.
 pub(crate) async fn pair(main: &noq::Connection, factory: &CcFactory, pairing: &Pairing) -> bool {
     let (token, arrived) = pairing.expect();
-    let asked = async {
+    let _waiting = Waiting { pairing, token };
+    // A client that takes no unidirectional stream never lets `open_uni` finish: the whole
+    // exchange is under the timeout.
+    let exchange = async {
         let mut send = main.open_uni().await.ok()?;
         send.write_all(&token.to_be_bytes()).await.ok()?;
-        send.finish().ok()
+        send.finish().ok()?;
+        arrived.await.ok()
     };
-    let paired = match asked.await {
-        Some(()) => tokio::time::timeout(PAIR_TIMEOUT, arrived).await,
-        None => {
-            pairing.forget(token);
-            return false;
-        }
-    };
-    let Ok(Ok(leg)) = paired else {
-        pairing.forget(token);
+    let Ok(Some(leg)) = tokio::time::timeout(PAIR_TIMEOUT, exchange).await else {
         return false;
     };
+    if leg.conn.stable_id() == main.stable_id() {
+        leg.conn.close(
+            noq::VarInt::from_u32(0),
+            b"a connection is not its own subflow",
+        );
+        return false;
+    }
     // Step 3: the probe starts now, with both legs.
     let probe = factory.probe();
     probe.replace_controller(factory.controller());
@@ -159,47 +176,72 @@ async fn fill(send: &mut noq::SendStream, probe: &CcProbe, alive: &impl Fn() -> 
     }
 }
 
-/// What the client's side of the subflows received.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What the client's side of the subflows did. The subflow is the server's controller's
+/// concern: a fetch succeeds whether or not its second connection could be made.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SubflowReport {
-    /// Second connections opened.
+    /// Second connections opened (at most one per fetch).
     pub connections: u64,
     /// Filler bytes they received (and dropped).
     pub filler_bytes: u64,
+    /// Why the second connection could not be made, if it could not.
+    pub failure: Option<String>,
+    /// Further requests for a second connection, ignored.
+    pub ignored_requests: u64,
 }
 
-/// The client's side, step 2: for each token the server of `main` sends, connects to `server`
-/// again from a new socket and drains the filler that arrives there; ends, closing those
-/// connections, when `main` closes.
+/// The client's side, step 2: for the first token the server of `main` sends, connects to
+/// `server` again from a new socket and drains the filler that arrives there; ends, closing
+/// that connection, when `main` closes.
 pub(crate) async fn follow(
     main: noq::Connection,
     server: SocketAddr,
     cert_der: Vec<u8>,
     opts: ClientOptions,
-) -> Result<SubflowReport, Error> {
-    let mut legs = JoinSet::new();
-    let mut conns = Vec::new();
+) -> SubflowReport {
     let mut report = SubflowReport::default();
+    let mut leg = None;
     while let Ok(mut recv) = main.accept_uni().await {
         let mut token = [0u8; 8];
-        recv.read_exact(&mut token).await.map_err(stream)?;
-        let client = Client::connect(server, &cert_der, &opts, None).await?;
-        let (mut send, _) = client.conn.open_bi().await.map_err(connection)?;
-        send.write_all(&command(b'S', u64::from_be_bytes(token)))
-            .await
-            .map_err(stream)?;
-        send.finish().map_err(stream)?;
-        report.connections += 1;
-        conns.push(client.conn.clone());
-        legs.spawn(drain(client));
+        if recv.read_exact(&mut token).await.is_err() || leg.is_some() {
+            report.ignored_requests += 1;
+            continue;
+        }
+        let token = u64::from_be_bytes(token);
+        let opened = tokio::select! {
+            opened = open_leg(server, &cert_der, &opts, token) => opened,
+            _ = main.closed() => break,
+        };
+        match opened {
+            Ok(client) => {
+                report.connections += 1;
+                let conn = client.conn.clone();
+                leg = Some((conn, tokio::spawn(drain(client))));
+            }
+            Err(e) => report.failure = Some(e.to_string()),
+        }
     }
-    for conn in conns {
+    if let Some((conn, drained)) = leg {
         conn.close(noq::VarInt::from_u32(0), b"done");
+        report.filler_bytes = drained.await.unwrap_or_default();
     }
-    for leg in legs.join_all().await {
-        report.filler_bytes += leg;
-    }
-    Ok(report)
+    report
+}
+
+/// Connects to `server` from a new socket and asks to be the subflow of `token`'s connection.
+async fn open_leg(
+    server: SocketAddr,
+    cert_der: &[u8],
+    opts: &ClientOptions,
+    token: u64,
+) -> Result<Client, Error> {
+    let client = Client::connect(server, cert_der, opts, None).await?;
+    let (mut send, _) = client.conn.open_bi().await.map_err(connection)?;
+    send.write_all(&command(b'S', token))
+        .await
+        .map_err(stream)?;
+    send.finish().map_err(stream)?;
+    Ok(client)
 }
 
 /// Reads and drops what arrives on `client`'s unidirectional streams until the connection
@@ -279,6 +321,46 @@ mod tests {
         assert_eq!(server.stats().paired_connections, 0);
         client.close().await;
         server.shutdown().await.expect("released");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_connection_is_not_its_own_subflow() {
+        let server = serve(ServeOptions::new(fq_switch()))
+            .await
+            .expect("the server starts");
+        let opts = ClientOptions::default();
+        let (addr, cert) = (server.local_addr(), server.cert_der().to_vec());
+        let main = Client::connect(addr, &cert, &opts, None)
+            .await
+            .expect("connects");
+        let (mut get, _answer) = main.conn.open_bi().await.expect("a stream");
+        get.write_all(&command(b'G', 1000)).await.expect("sent");
+        get.finish().expect("finished");
+        let mut token = [0u8; 8];
+        let mut asked = main.conn.accept_uni().await.expect("the server asks");
+        asked.read_exact(&mut token).await.expect("a token");
+        let token = u64::from_be_bytes(token);
+        // The token offered back on the connection that asked: refused.
+        let (mut send, mut recv) = main.conn.open_bi().await.expect("a stream");
+        send.write_all(&command(b'S', token)).await.expect("sent");
+        send.finish().expect("finished");
+        assert!(recv.read_to_end(16).await.is_err(), "refused");
+        // A second connection with it pairs.
+        let leg = open_leg(addr, &cert, &opts, token).await.expect("pairs");
+        until_paired(&server).await;
+        leg.close().await;
+        main.close().await;
+        server.shutdown().await.expect("released");
+    }
+
+    async fn until_paired(server: &crate::endpoint::ServerHandle) {
+        for _ in 0..500 {
+            if server.stats().paired_connections == 1 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("not paired within 5 s");
     }
 
     #[test]

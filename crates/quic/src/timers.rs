@@ -12,8 +12,11 @@
 //! Here every timer of the process is kept by one thread in a heap of deadlines; the thread
 //! sleeps on a condition variable until the earliest one with its timer slack at 1 ns (as the
 //! emulator's relay does) and wakes the tasks whose deadline passed. A timer moved later keeps
-//! its earlier entry, which re-queues it when it comes up, so the heap holds about one entry
-//! per live timer.
+//! its earlier entry, which re-queues it when it comes up; a timer moved earlier gets a new
+//! entry, and its later one is dropped when it comes up (a timer knows which of its entries is
+//! current), so the heap holds one current entry per live timer and the stale ones until their
+//! time. Time is the system's monotonic clock (`Instant::now`), not tokio's: a paused tokio
+//! clock does not pause noq here.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -163,12 +166,12 @@ impl Wheel {
             let mut due = Vec::new();
             while heap.peek().is_some_and(|Reverse(e)| e.at <= now) {
                 let Reverse(entry) = heap.pop().expect("peeked");
-                due.push(entry.slot);
+                due.push(entry);
             }
             if !due.is_empty() {
                 drop(heap);
-                for slot in due {
-                    self.fire(&slot, now);
+                for entry in due {
+                    self.fire(&entry, now);
                 }
                 heap = lock(&self.heap);
                 continue;
@@ -188,13 +191,17 @@ impl Wheel {
         }
     }
 
-    /// Wakes the task of a timer whose entry came up at `now`, or queues the timer again at its
-    /// later deadline.
-    fn fire(&self, slot: &Weak<Mutex<Slot>>, now: Instant) {
-        let Some(slot) = slot.upgrade() else {
+    /// Wakes the task of a timer whose current entry came up at `now`, or queues the timer
+    /// again at its later deadline; a stale entry (the timer was moved earlier since) or one of
+    /// a dropped timer does nothing.
+    fn fire(&self, entry: &Entry, now: Instant) {
+        let Some(slot) = entry.slot.upgrade() else {
             return;
         };
         let mut s = lock(&slot);
+        if s.queued != Some(entry.at) {
+            return;
+        }
         if s.deadline <= now {
             s.queued = None;
             if let Some(waker) = s.waker.take() {
