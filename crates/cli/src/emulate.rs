@@ -184,7 +184,9 @@ async fn emulate(args: EmulateArgs) -> Result<(), String> {
         stats.forward.dropped_buffer + stats.reverse.dropped_buffer,
         stats.lateness_p99(),
         stats.lateness_bound,
-        if stats.valid { "valid" } else { "NOT valid" }
+        stats
+            .why_invalid()
+            .map_or("valid".to_string(), |why| format!("NOT valid: {why}"))
     );
     live::event(args.json, stopped_event(&stats), &text);
     Ok(())

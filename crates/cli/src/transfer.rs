@@ -573,15 +573,9 @@ pub fn run(args: TransferArgs) -> Result<(), String> {
     if let Some(dir) = &args.out {
         save(dir, &real, sim.as_ref(), decisions.as_ref())?;
     }
-    if !real.emulator.valid {
+    if let Some(why) = real.emulator.why_invalid() {
         return Err(format!(
-            "the emulator fell behind (lateness p99 {:?} > {:?}{}): this run is not valid",
-            real.emulator.lateness_p99(),
-            real.emulator.lateness_bound,
-            real.emulator
-                .failure
-                .as_deref()
-                .map_or(String::new(), |f| format!("; {f}"))
+            "the emulator fell behind ({why}): this run is not valid"
         ));
     }
     Ok(())

@@ -323,8 +323,44 @@ pub struct EmulatorStats {
 impl EmulatorStats {
     /// The p99 of event lateness; zero when no event ran.
     pub fn lateness_p99(&self) -> Duration {
-        Duration::from_nanos(self.lateness.quantile(0.99).unwrap_or(0.0) as u64)
+        p99(&self.lateness)
     }
+
+    /// Which of the validity checks failed, for a run that is not valid (`None` for a valid
+    /// one), e.g. `socket wait p99 1.3ms > 1ms`.
+    pub fn why_invalid(&self) -> Option<String> {
+        if self.valid {
+            return None;
+        }
+        let bound = self.lateness_bound;
+        let checks = [
+            ("event lateness", &self.lateness),
+            ("socket wait", &self.input_wait),
+            ("forward delivery lateness", &self.forward.delivery_lateness),
+            ("reverse delivery lateness", &self.reverse.delivery_lateness),
+        ];
+        let mut why: Vec<String> = checks
+            .iter()
+            .filter(|(_, h)| p99(h) > bound)
+            .map(|(name, h)| format!("{name} p99 {:?} > {bound:?}", p99(h)))
+            .collect();
+        if self.socket_drops > 0 {
+            why.push(format!(
+                "{} datagrams dropped at its sockets",
+                self.socket_drops
+            ));
+        }
+        let memory = self.forward.dropped_memory + self.reverse.dropped_memory;
+        if memory > 0 {
+            why.push(format!("{memory} datagrams beyond what it holds"));
+        }
+        why.extend(self.failure.clone());
+        Some(why.join("; "))
+    }
+}
+
+fn p99(h: &Histogram) -> Duration {
+    Duration::from_nanos(h.quantile(0.99).unwrap_or(0.0) as u64)
 }
 
 /// IPv4 and UDP header bytes in front of each datagram's payload on the wire.

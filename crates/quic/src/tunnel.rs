@@ -273,17 +273,8 @@ impl TunnelReport {
     pub fn invalid(&self) -> Option<String> {
         let mut why: Vec<String> = Vec::new();
         for p in &self.paths {
-            let e = &p.emulator;
-            if !e.valid {
-                why.push(format!(
-                    "path {}'s emulator fell behind (lateness p99 {:?} > {:?}{})",
-                    p.name,
-                    e.lateness_p99(),
-                    e.lateness_bound,
-                    e.failure
-                        .as_deref()
-                        .map_or(String::new(), |f| format!("; {f}"))
-                ));
+            if let Some(e) = p.emulator.why_invalid() {
+                why.push(format!("path {}'s emulator fell behind ({e})", p.name));
             }
             if let Some(reason) = &p.lost {
                 why.push(format!("path {}'s connection was lost: {reason}", p.name));
