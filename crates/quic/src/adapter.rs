@@ -22,6 +22,7 @@
 //! - `window()` is the controller's `cwnd()`; `metrics().pacing_rate` is its `pacing_rate()`,
 //!   which noq's pacer then follows (`None` leaves noq's window-based pacer in charge).
 
+use crate::lock;
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::estimators::delivery_rate::DeliveryRateSampler;
 use kleinrock_cc::estimators::rtt::RttEstimator;
@@ -37,7 +38,7 @@ use noq::congestion::{
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Records older than this many smoothed RTTs (and at least [`PRUNE_MIN_AGE`]) are dropped: noq
@@ -56,11 +57,6 @@ const PEER_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 const ECHO_MATCH: Duration = Duration::from_micros(200);
 /// How often stale records are looked for.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Locks a mutex, ignoring poisoning: the state behind it stays consistent between calls.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Maps the real clock (`std::time::Instant`, what noq passes) to [`kleinrock_cc::Instant`]:
 /// nanoseconds since an epoch fixed when the clock is made.

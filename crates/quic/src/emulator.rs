@@ -329,9 +329,11 @@ impl EmulatorStats {
     /// Which of the validity checks failed, for a run that is not valid (`None` for a valid
     /// one), e.g. `socket wait p99 1.3ms > 1ms`.
     pub fn why_invalid(&self) -> Option<String> {
-        if self.valid {
-            return None;
-        }
+        (!self.valid).then(|| self.failed_checks().join("; "))
+    }
+
+    /// The validity checks this run fails (see [`EmulatorStats::valid`]); none for a valid run.
+    fn failed_checks(&self) -> Vec<String> {
         let bound = self.lateness_bound;
         let checks = [
             ("event lateness", &self.lateness),
@@ -339,9 +341,10 @@ impl EmulatorStats {
             ("forward delivery lateness", &self.forward.delivery_lateness),
             ("reverse delivery lateness", &self.reverse.delivery_lateness),
         ];
+        let over = |h: &Histogram| h.quantile(0.99).unwrap_or(0.0) > bound.as_nanos() as f64;
         let mut why: Vec<String> = checks
             .iter()
-            .filter(|(_, h)| p99(h) > bound)
+            .filter(|(_, h)| over(h))
             .map(|(name, h)| format!("{name} p99 {:?} > {bound:?}", p99(h)))
             .collect();
         if self.socket_drops > 0 {
@@ -355,7 +358,7 @@ impl EmulatorStats {
             why.push(format!("{memory} datagrams beyond what it holds"));
         }
         why.extend(self.failure.clone());
-        Some(why.join("; "))
+        why
     }
 }
 
@@ -1428,18 +1431,9 @@ impl Relay {
         };
         let forward = dir_stats(FORWARD);
         let reverse = dir_stats(REVERSE);
-        let bound = self.bound.as_nanos() as f64;
-        let within = |h: &Histogram| h.quantile(0.99).unwrap_or(0.0) <= bound;
         let socket_drops =
             self.socket_drops_gone + self.socket_drops.iter().map(|&d| u64::from(d)).sum::<u64>();
-        let valid = within(&self.lateness)
-            && within(&self.input_wait)
-            && within(&forward.delivery_lateness)
-            && within(&reverse.delivery_lateness)
-            && socket_drops == 0
-            && forward.dropped_memory == 0
-            && reverse.dropped_memory == 0;
-        EmulatorStats {
+        let mut stats = EmulatorStats {
             elapsed: Duration::from_nanos(now),
             forward,
             reverse,
@@ -1468,8 +1462,10 @@ impl Relay {
             socket_buffer_bytes: self.socket_buffer_bytes,
             realtime: self.realtime,
             failure: None,
-            valid,
-        }
+            valid: false,
+        };
+        stats.valid = stats.failed_checks().is_empty();
+        stats
     }
 }
 

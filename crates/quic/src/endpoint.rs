@@ -21,6 +21,7 @@
 use crate::adapter::{CcCounters, CcFactory, CcProbe};
 use crate::emulator::IPV4_UDP_HEADER;
 use crate::limits::{WindowBudget, MIN_CONNECTION_WINDOW};
+use crate::lock;
 use crate::stamps::{StampStats, StampedSocket, Stamps, ALPN_STAMPED, TRAILER_LEN};
 use crate::subflows::{self, Leg, Pairing, SubflowReport};
 use crate::timers::FineRuntime;
@@ -35,7 +36,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -478,7 +479,7 @@ struct RecentEntry {
 impl Recent {
     fn add(&self, peer: SocketAddr, alpn: String, timestamps: bool, factory: CcFactory) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = lock(&self.entries);
         if entries.len() >= RECENT_CONNECTIONS {
             entries.pop_front();
         }
@@ -494,7 +495,7 @@ impl Recent {
     }
 
     fn ended(&self, id: u64) {
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = lock(&self.entries);
         if let Some(e) = entries.iter_mut().find(|e| e.id == id) {
             if let Some(factory) = e.live.take() {
                 let counters = factory.probe().sample().map(|s| s.counters);
@@ -505,7 +506,7 @@ impl Recent {
     }
 
     fn reports(&self) -> Vec<ConnectionReport> {
-        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let entries = lock(&self.entries);
         entries
             .iter()
             .map(|e| {

@@ -10,3 +10,9 @@ pub mod subflows;
 pub mod timers;
 pub mod trace;
 pub mod tunnel;
+
+/// Locks a mutex, ignoring poisoning: the state behind the crate's mutexes stays consistent
+/// between calls, so a panicking holder leaves nothing half-done.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

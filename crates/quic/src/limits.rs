@@ -14,8 +14,9 @@
 //! back while its connection lives (noq cannot drop bytes it already holds); when a connection
 //! ends, its grant is shared out among the connections below the maximum.
 
+use crate::lock;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The window every connection has whatever the budget, bytes: enough to make progress (on
 /// loopback, 64 KiB per round trip of ~100 us is several Gbit/s).
@@ -69,7 +70,7 @@ impl WindowBudget {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 
     /// Grants a new connection its window (the minimum plus what the free budget allows, up to

@@ -56,6 +56,7 @@
 //! (eq. (4)).
 
 use crate::adapter::{EchoReport, OwdFeed, Rejection};
+use crate::lock;
 use noq::udp::{RecvMeta, Transmit};
 use noq::{AsyncUdpSocket, Runtime, TokioRuntime, UdpSender};
 use std::collections::{HashMap, VecDeque};
@@ -65,7 +66,7 @@ use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -100,10 +101,6 @@ const OUTSTANDING_AGE_US: u32 = 60_000_000;
 /// The smallest datagram that carries a client's first Initial: a server drops a smaller one
 /// (RFC 9000 §14.1), so a handshake's budget is at least three times this.
 const MIN_INITIAL_DATAGRAM: u64 = 1200;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// What one endpoint counted of datagrams and timestamps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

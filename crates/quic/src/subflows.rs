@@ -26,9 +26,10 @@
 
 use crate::adapter::{CcFactory, CcProbe};
 use crate::endpoint::{command, connection, stream, Client, ClientOptions, Error};
+use crate::lock;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -54,14 +55,10 @@ pub(crate) struct Pairing {
 }
 
 impl Pairing {
-    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Leg>>> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// A fresh token for a connection and where its subflow will arrive.
     fn expect(&self) -> (u64, oneshot::Receiver<Leg>) {
         let (tx, rx) = oneshot::channel();
-        let mut waiting = self.waiting();
+        let mut waiting = lock(&self.waiting);
         loop {
             let token = random_token();
             if let std::collections::hash_map::Entry::Vacant(e) = waiting.entry(token) {
@@ -72,7 +69,15 @@ impl Pairing {
     }
 
     fn forget(&self, token: u64) {
-        self.waiting().remove(&token);
+        lock(&self.waiting).remove(&token);
+    }
+
+    /// Hands `leg` to the connection that sent `token`; `false` if none waits for it.
+    pub(crate) fn attach(&self, token: u64, leg: Leg) -> bool {
+        match lock(&self.waiting).remove(&token) {
+            Some(tx) => tx.send(leg).is_ok(),
+            None => false,
+        }
     }
 }
 
@@ -86,16 +91,6 @@ struct Waiting<'a> {
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.pairing.forget(self.token);
-    }
-}
-
-impl Pairing {
-    /// Hands `leg` to the connection that sent `token`; `false` if none waits for it.
-    pub(crate) fn attach(&self, token: u64, leg: Leg) -> bool {
-        match self.waiting().remove(&token) {
-            Some(tx) => tx.send(leg).is_ok(),
-            None => false,
-        }
     }
 }
 
@@ -311,11 +306,8 @@ mod tests {
         )
         .await
         .expect("connects");
-        let (mut send, mut recv) = client.conn.open_bi().await.expect("a stream");
-        send.write_all(&command(b'S', 42)).await.expect("sent");
-        send.finish().expect("finished");
         assert!(
-            recv.read_to_end(16).await.is_err(),
+            offer_refused(&client.conn, 42).await,
             "the stream is reset, not answered"
         );
         assert_eq!(server.stats().paired_connections, 0);
@@ -341,16 +333,22 @@ mod tests {
         asked.read_exact(&mut token).await.expect("a token");
         let token = u64::from_be_bytes(token);
         // The token offered back on the connection that asked: refused.
-        let (mut send, mut recv) = main.conn.open_bi().await.expect("a stream");
-        send.write_all(&command(b'S', token)).await.expect("sent");
-        send.finish().expect("finished");
-        assert!(recv.read_to_end(16).await.is_err(), "refused");
+        assert!(offer_refused(&main.conn, token).await, "refused");
         // A second connection with it pairs.
         let leg = open_leg(addr, &cert, &opts, token).await.expect("pairs");
         until_paired(&server).await;
         leg.close().await;
         main.close().await;
         server.shutdown().await.expect("released");
+    }
+
+    /// Offers `conn` as the subflow of `token`'s connection: whether the server refused (reset
+    /// the stream).
+    async fn offer_refused(conn: &noq::Connection, token: u64) -> bool {
+        let (mut send, mut recv) = conn.open_bi().await.expect("a stream");
+        send.write_all(&command(b'S', token)).await.expect("sent");
+        send.finish().expect("finished");
+        recv.read_to_end(16).await.is_err()
     }
 
     async fn until_paired(server: &crate::endpoint::ServerHandle) {

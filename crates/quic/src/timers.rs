@@ -18,12 +18,13 @@
 //! time. Time is the system's monotonic clock (`Instant::now`), not tokio's: a paused tokio
 //! clock does not pause noq here.
 
+use crate::lock;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
@@ -60,10 +61,6 @@ struct Slot {
     /// The earliest deadline this slot has an entry for in the heap.
     queued: Option<Instant>,
     waker: Option<Waker>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One timer, as noq holds it.

@@ -30,6 +30,7 @@ use crate::emulator::{
     self, DirectionStats, EmulatorConfig, EmulatorHandle, EmulatorStats, IPV4_UDP_HEADER,
 };
 use crate::endpoint::{self, Error, SERVER_NAME};
+use crate::lock;
 use crate::trace::ProbeRecorder;
 use entry::Entry;
 pub use entry::EntryCounts;
@@ -46,7 +47,7 @@ use kleinrock_sim::LinkConfig;
 use noq::{ClientConfig, MtuDiscoveryConfig, PathId, ServerConfig, TransportConfig};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::ops::RangeInclusive;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use wire::HEADER;
@@ -358,10 +359,6 @@ impl EntryPath {
             priority: self.priority,
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn ns_since(epoch: Instant) -> u64 {

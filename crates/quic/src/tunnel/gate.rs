@@ -5,6 +5,7 @@
 //! emulator's socket for that entry, known once the path's connection is accepted; until then
 //! QUIC itself refuses what is not a handshake with it.
 
+use crate::lock;
 use noq::udp::RecvMeta;
 use noq::{AsyncUdpSocket, Runtime, TokioRuntime, UdpSender};
 use std::fmt;
@@ -13,7 +14,7 @@ use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 /// Whom a gated socket listens to, and what it dropped.
@@ -26,7 +27,7 @@ pub struct Gate {
 impl Gate {
     /// From now on, only `peer`'s datagrams pass.
     pub fn admit_only(&self, peer: SocketAddr) {
-        *self.peer.lock().unwrap_or_else(PoisonError::into_inner) = Some(peer);
+        *lock(&self.peer) = Some(peer);
     }
 
     /// Datagrams dropped so far.
@@ -35,7 +36,7 @@ impl Gate {
     }
 
     fn peer(&self) -> Option<SocketAddr> {
-        *self.peer.lock().unwrap_or_else(PoisonError::into_inner)
+        *lock(&self.peer)
     }
 }
 
