@@ -1,19 +1,22 @@
 //! `kleinrock tunnel`: a scenario's multipath tunnel on the real datapath. One QUIC connection
 //! per path carries the tunnel's packets as DATAGRAM frames through that path's emulated links,
 //! with the simulator's scheduler and reordering stage at the ends
-//! ([`kleinrock_quic::tunnel`]); a constant-rate source feeds it. The command prints the same
-//! summary as a simulated run and, with `--compare-sim`, the simulator's run of the same
-//! scenario beside it.
+//! ([`kleinrock_quic::tunnel`]); a constant-rate source or a reliable flow (a QUIC connection
+//! inside) feeds it. The command prints the same summary as a simulated run and, with
+//! `--compare-sim`, the simulator's run of the same scenario beside it.
 
 use crate::live;
 use crate::transfer::pick;
 use kleinrock_lab::metrics::{
-    link_metrics, FlowMetrics, Latency, PathMetrics, Summary, TunnelCounts, TunnelMetrics,
+    link_metrics, rtt_fields, FlowMetrics, Latency, PathMetrics, Summary, TunnelCounts,
+    TunnelMetrics,
 };
 use kleinrock_lab::report::{num, run_tables, Table};
 use kleinrock_lab::runner::{self, check_output_dir, write_atomically, write_file, RunOutput};
 use kleinrock_lab::scenario::{load, FlowTransport, Scenario};
-use kleinrock_quic::tunnel::{self, PathSpec, TunnelReport, TunnelSpec};
+use kleinrock_quic::tunnel::{
+    self, EntryCounts, FarCounts, FlowReport, PathSpec, Source, TunnelReport, TunnelSpec,
+};
 use kleinrock_sim::trace::Series;
 use kleinrock_sim::AppConfig;
 use std::io::Write;
@@ -27,8 +30,9 @@ const DEFAULT_TRACE_INTERVAL: Duration = Duration::from_millis(100);
 #[derive(clap::Args)]
 pub struct TunnelArgs {
     /// A scenario file with one tunnel whose paths are QUIC (`transport = "quic"` in its
-    /// `[[tunnels]]` table), each path one link each way, carrying one constant-rate datagram
-    /// flow (`transport = "datagram"`, `app = "cbr"`).
+    /// `[[tunnels]]` table), each path one link each way, carrying one flow: constant-rate
+    /// datagrams (`transport = "datagram"`, `app = "cbr"`) or a reliable flow sending all it can
+    /// (`transport = "reliable"`, a QUIC connection inside whose ACKs the tunnel carries back).
     scenario: PathBuf,
     /// The point of a sweep to run (from 1), when the file has a [sweep] grid.
     #[arg(long, value_name = "N")]
@@ -70,27 +74,14 @@ pub fn spec(s: &Scenario) -> Result<TunnelSpec, String> {
     let [flow] = &s.flows[..] else {
         return Err("a real tunnel carries exactly one flow".into());
     };
-    let FlowTransport::Datagram {
-        packet_size,
-        header_size,
-    } = flow.transport
-    else {
-        return Err(
-            "flows[0]: a real tunnel carries a constant-rate datagram flow (transport = \
-             \"datagram\", app = \"cbr\"); a reliable flow inside is simulator-only"
-                .into(),
-        );
-    };
-    let (lo, hi) = tunnel::packet_size_range();
-    if !(lo..=hi).contains(&(packet_size as usize)) {
+    let (source, packet_size) = source(flow)?;
+    let (lo, hi) = tunnel::packet_size_range(&source);
+    if !(lo..=hi).contains(&packet_size) {
         return Err(format!(
             "flows[0].packet_size: {packet_size} bytes do not fit a QUIC packet with the \
              tunnel's header; accepted: {lo} to {hi}"
         ));
     }
-    let AppConfig::ConstantRate { rate, bytes: None } = flow.app else {
-        return Err("flows[0]: a real tunnel's flow sends at a constant rate, unbounded".into());
-    };
     if flow.tunnel != Some(0) || !flow.start.is_zero() || flow.stop.is_some() {
         return Err("flows[0] enters the tunnel at 0 s and sends to the end".into());
     }
@@ -118,14 +109,60 @@ pub fn spec(s: &Scenario) -> Result<TunnelSpec, String> {
         scheduler: plan.scheduler,
         reorder: plan.reorder,
         queue: plan.queue as usize,
-        rate,
-        packet_size: packet_size as usize,
-        payload: packet_size.saturating_sub(header_size) as usize,
+        source,
+        packet_size,
         duration: s.duration,
         warmup: s.warmup,
         trace_interval: s.trace_interval.unwrap_or(DEFAULT_TRACE_INTERVAL),
         seed: s.seed,
     })
+}
+
+/// What feeds the tunnel, from its flow, and the carried packets' size: constant-rate
+/// datagrams, or a reliable flow sending all it can (a QUIC connection inside, which paces).
+fn source(flow: &kleinrock_lab::scenario::FlowPlan) -> Result<(Source, usize), String> {
+    match (&flow.transport, flow.app) {
+        (
+            FlowTransport::Datagram {
+                packet_size,
+                header_size,
+            },
+            AppConfig::ConstantRate { rate, bytes: None },
+        ) => Ok((
+            Source::Cbr {
+                rate,
+                payload: packet_size.saturating_sub(*header_size) as usize,
+            },
+            *packet_size as usize,
+        )),
+        (
+            FlowTransport::Reliable {
+                cc,
+                params,
+                transport,
+            },
+            AppConfig::Bulk { bytes: None },
+        ) => {
+            if !transport.pacing {
+                return Err(
+                    "flows[0].pacing: the flow inside a real tunnel is a QUIC connection, and \
+                     noq always paces; set pacing = true"
+                        .into(),
+                );
+            }
+            let source = Source::Reliable {
+                cc: cc.clone(),
+                params: params.clone(),
+            };
+            Ok((source, transport.packet_size as usize))
+        }
+        _ => Err(
+            "flows[0]: a real tunnel carries a constant-rate datagram flow (transport = \
+             \"datagram\", app = \"cbr\", unbounded) or a reliable flow sending all it can \
+             (transport = \"reliable\", app = \"bulk\", no size)"
+                .into(),
+        ),
+    }
 }
 
 /// Refuses a QUIC tunnel's settings that only the simulator's model of it has: on the real
@@ -169,64 +206,24 @@ pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
             loss_events: p.cc.loss_events,
         })
         .collect();
-    let held = r.queued_at_end + r.buffered_at_end;
-    let counts = TunnelCounts {
-        entered: r.entry.entered,
-        forwarded: r.far.forwarded,
-        forwarded_late: r.far.forwarded_late,
-        queue_drops: r.entry.queue_drops,
-        send_queue_drops: 0,
-        lost_on_paths: r
-            .paths
-            .iter()
-            .map(|p| p.sent.saturating_sub(p.arrived))
-            .sum(),
-        reorder_drops: r.far.reorder_drops,
-        duplicates: r.far.duplicates,
-        gaps_skipped: r.far.gaps_skipped,
-        most_buffered: r.far.most_buffered,
-        lost: r
-            .entry
-            .entered
-            .saturating_sub(r.entry.queue_drops + r.far.forwarded + held),
-        held_at_end: held,
-    };
-    let flow = &s.flows[0];
-    // The flow's goodput counts its payload, as a simulated datagram flow's does.
-    let payload = match flow.transport {
-        FlowTransport::Datagram {
-            packet_size,
-            header_size,
-        } => f64::from(packet_size.saturating_sub(header_size)) / f64::from(packet_size.max(1)),
-        _ => 1.0,
-    };
-    let goodput_bps = r.window_bytes as f64 * 8.0 * payload / window_s;
-    // The packets that entered in the window and were not forwarded, as a simulated flow's.
-    let entered = r.entry.entered_window.max(1);
-    let loss_rate = entered.saturating_sub(r.forwarded_window) as f64 / entered as f64;
-    let flow = FlowMetrics {
-        name: flow.name.clone(),
-        cc: flow.cc_name().to_string(),
-        active_s: window_s,
-        goodput_bps,
-        throughput_bps: goodput_bps,
-        loss_rate,
-        rtt_mean_ms: None,
-        rtt_std_ms: None,
-        rtt_p50_ms: None,
-        rtt_p95_ms: None,
-        rtt_p99_ms: None,
-        owqd_mean_ms: None,
-        owqd_p95_ms: None,
-        loss_events: 0,
-        loss_event_distance_s: None,
-        completion_s: None,
-        transfers_completed: None,
-        fq_detection: None,
-        delivered_bytes: (r.window_bytes as f64 * payload) as u64,
-        retransmitted_bytes: 0,
-        latency: Latency::of(&r.latency),
-        send_queue: None,
+    let sent = r.paths.iter().map(|p| p.sent);
+    let arrived = r.paths.iter().map(|p| p.arrived);
+    let lost_on_paths = sent.zip(arrived).map(|(s, a)| s.saturating_sub(a)).sum();
+    let counts = tunnel_counts(
+        (&r.entry, &r.far),
+        [r.queued_at_end, r.buffered_at_end],
+        lost_on_paths,
+    );
+    let b = &r.backward;
+    let lost_back = b.sent.iter().zip(&b.arrived);
+    let backward = tunnel_counts(
+        (&b.entry, &b.far),
+        [b.queued_at_end, b.buffered_at_end],
+        lost_back.map(|(s, a)| s.saturating_sub(*a)).sum(),
+    );
+    let flow = match &r.flow {
+        Some(f) => reliable_metrics(s, f),
+        None => cbr_metrics(s, r),
     };
     let mut links = Vec::new();
     for (p, plan) in r.paths.iter().zip(&s.tunnels[0].paths) {
@@ -249,11 +246,111 @@ pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
             name: s.tunnels[0].name.clone(),
             latency: Latency::of(&r.latency),
             forward: counts,
-            backward: TunnelCounts::default(),
+            backward,
             paths,
         }],
         jain_index: None,
         warnings: Vec::new(),
+    }
+}
+
+/// One direction's counts: from its entry and far end, the packets still queued and held at
+/// the end, and those its paths lost.
+fn tunnel_counts(
+    (entry, far): (&EntryCounts, &FarCounts),
+    [queued, buffered]: [u64; 2],
+    lost_on_paths: u64,
+) -> TunnelCounts {
+    let held = queued + buffered;
+    TunnelCounts {
+        entered: entry.entered,
+        forwarded: far.forwarded,
+        forwarded_late: far.forwarded_late,
+        queue_drops: entry.queue_drops,
+        send_queue_drops: 0,
+        lost_on_paths,
+        reorder_drops: far.reorder_drops,
+        duplicates: far.duplicates,
+        gaps_skipped: far.gaps_skipped,
+        most_buffered: far.most_buffered,
+        lost: entry
+            .entered
+            .saturating_sub(entry.queue_drops + far.forwarded + held),
+        held_at_end: held,
+    }
+}
+
+/// The reliable flow inside, as a simulated reliable flow's metrics: goodput is the stream
+/// bytes its receiver read in the window; its sender's counters and RTTs span the run.
+fn reliable_metrics(s: &Scenario, f: &FlowReport) -> FlowMetrics {
+    let window_s = s.duration.saturating_sub(s.warmup).as_secs_f64().max(1e-9);
+    let c = &f.cc;
+    let [rtt_mean_ms, rtt_std_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms] = rtt_fields(&f.rtt);
+    FlowMetrics {
+        name: s.flows[0].name.clone(),
+        cc: s.flows[0].cc_name().to_string(),
+        active_s: window_s,
+        goodput_bps: f.window_bytes as f64 * 8.0 / window_s,
+        throughput_bps: c.bytes_sent as f64 * 8.0 / s.duration.as_secs_f64().max(1e-9),
+        loss_rate: c.packets_lost as f64 / c.packets_sent.max(1) as f64,
+        rtt_mean_ms,
+        rtt_std_ms,
+        rtt_p50_ms,
+        rtt_p95_ms,
+        rtt_p99_ms,
+        owqd_mean_ms: None,
+        owqd_p95_ms: None,
+        loss_events: c.loss_events,
+        loss_event_distance_s: None,
+        completion_s: None,
+        transfers_completed: None,
+        fq_detection: None,
+        delivered_bytes: f.window_bytes,
+        retransmitted_bytes: c.bytes_lost,
+        latency: None,
+        send_queue: None,
+    }
+}
+
+/// The constant-rate flow's metrics, from what the far end forwarded.
+fn cbr_metrics(s: &Scenario, r: &TunnelReport) -> FlowMetrics {
+    let window_s = r.window_s.max(1e-9);
+    let flow = &s.flows[0];
+    // The flow's goodput counts its payload, as a simulated datagram flow's does.
+    let payload = match flow.transport {
+        FlowTransport::Datagram {
+            packet_size,
+            header_size,
+        } => f64::from(packet_size.saturating_sub(header_size)) / f64::from(packet_size.max(1)),
+        _ => 1.0,
+    };
+    let goodput_bps = r.window_bytes as f64 * 8.0 * payload / window_s;
+    // The packets that entered in the window and were not forwarded, as a simulated flow's.
+    let entered = r.entry.entered_window.max(1);
+    let loss_rate = entered.saturating_sub(r.forwarded_window) as f64 / entered as f64;
+    FlowMetrics {
+        name: flow.name.clone(),
+        cc: flow.cc_name().to_string(),
+        active_s: window_s,
+        goodput_bps,
+        throughput_bps: goodput_bps,
+        loss_rate,
+        rtt_mean_ms: None,
+        rtt_std_ms: None,
+        rtt_p50_ms: None,
+        rtt_p95_ms: None,
+        rtt_p99_ms: None,
+        owqd_mean_ms: None,
+        owqd_p95_ms: None,
+        loss_events: 0,
+        loss_event_distance_s: None,
+        completion_s: None,
+        transfers_completed: None,
+        fq_detection: None,
+        delivered_bytes: (r.window_bytes as f64 * payload) as u64,
+        retransmitted_bytes: 0,
+        latency: Latency::of(&r.latency),
+        send_queue: None,
     }
 }
 
@@ -311,6 +408,36 @@ fn comparison(s: &Scenario, real: &Summary, report: &TunnelReport, sim: &RunOutp
     };
     let p95 = |l: Option<Latency>| l.map(|l| l.p95_ms);
     let first = |p: Option<&Series>| p.and_then(|p| first_carrying(p, quarter));
+    if report.flow.is_some() {
+        let (a, b) = (&real.flows[0], &sim.summary.flows[0]);
+        row(
+            "goodput Mbps".into(),
+            Some(a.goodput_bps / 1e6),
+            Some(b.goodput_bps / 1e6),
+            2,
+        );
+        row(
+            "loss %".into(),
+            Some(a.loss_rate * 100.0),
+            Some(b.loss_rate * 100.0),
+            2,
+        );
+        row("RTT mean ms".into(), a.rtt_mean_ms, b.rtt_mean_ms, 1);
+        row("RTT p95 ms".into(), a.rtt_p95_ms, b.rtt_p95_ms, 1);
+        let drops = |t: &TunnelCounts| Some(t.queue_drops as f64);
+        row(
+            "entry queue drops".into(),
+            drops(&r.forward),
+            drops(&m.forward),
+            0,
+        );
+        row(
+            "entry queue drops back".into(),
+            drops(&r.backward),
+            drops(&m.backward),
+            0,
+        );
+    }
     for (k, (a, b)) in r.paths.iter().zip(&m.paths).enumerate() {
         let n = &a.name;
         let mbps = |bps: f64| Some(bps / 1e6);
@@ -332,12 +459,14 @@ fn comparison(s: &Scenario, real: &Summary, report: &TunnelReport, sim: &RunOutp
             p95(b.latency),
             1,
         );
-        row(
-            format!("{n} first carries 1/4 of the source, s"),
-            first(report.paths.get(k).map(|p| &p.trace)),
-            first(sim_paths(sim).get(k)),
-            1,
-        );
+        if quarter.is_finite() {
+            row(
+                format!("{n} first carries 1/4 of the source, s"),
+                first(report.paths.get(k).map(|p| &p.trace)),
+                first(sim_paths(sim).get(k)),
+                1,
+            );
+        }
     }
     let (a, b) = (r.latency, m.latency);
     let mean = |l: Option<Latency>| l.map(|l| l.mean_ms);
@@ -383,7 +512,14 @@ fn save(
         let controller = format!("tunnels/{tunnel}.{}.controller.csv", p.name);
         traces.push((controller, &p.controller));
     }
-    traces.push((format!("flows/{}.csv", s.flows[0].name), &report.trace));
+    let flow = &s.flows[0].name;
+    match &report.flow {
+        Some(f) => {
+            traces.push((format!("flows/{flow}.csv"), &f.trace));
+            traces.push((format!("flows/{flow}.controller.csv"), &f.controller));
+        }
+        None => traces.push((format!("flows/{flow}.csv"), &report.trace)),
+    }
     write_atomically(dir, |tmp| {
         write_file(&tmp.join("summary.json"), |w| writeln!(w, "{summary:#}"))?;
         for (file, trace) in &traces {
@@ -436,21 +572,7 @@ pub fn run(args: TunnelArgs) -> Result<(), String> {
         crate::emit(&format!("{value:#}\n"));
     } else {
         crate::emit(&run_tables(&real));
-        let wire: Vec<String> = report
-            .paths
-            .iter()
-            .map(|p| format!("{} {:.1}", p.name, p.wire_bytes))
-            .collect();
-        crate::emit(&format!(
-            "bytes per tunnel packet on the wire (IPv4 to AEAD tag), as the emulators counted: \
-             {}; the simulator's QUIC tunnel counts {}\ndatagrams from strangers dropped: {} \
-             at the entry, {} at the far ends; the source's lateness p99 {:.0} us\n",
-            wire.join(", "),
-            spec.packet_size as u32 + kleinrock_lab::tunnel::QUIC_HEADER,
-            report.garbage.entry,
-            report.garbage.far_end,
-            report.source_lateness.quantile(0.99).unwrap_or(0.0) / 1e3,
-        ));
+        crate::emit(&notes(&spec, &report));
         if let Some(rows) = &rows {
             crate::emit(&format!("\nreal vs simulated\n\n{}", render(rows)));
         }
@@ -459,6 +581,30 @@ pub fn run(args: TunnelArgs) -> Result<(), String> {
         save(dir, &s, &real, &report, sim.as_ref(), &checks, args.quiet)?;
     }
     checks.outcome()
+}
+
+/// What the tables leave out: the strangers' datagrams dropped and, for a constant-rate
+/// source, each path's bytes per tunnel packet on the wire and the source's lateness.
+fn notes(spec: &TunnelSpec, report: &TunnelReport) -> String {
+    let garbage = format!(
+        "datagrams from strangers dropped: {} at the entry, {} at the far ends",
+        report.garbage.entry, report.garbage.far_end
+    );
+    if report.flow.is_some() {
+        return format!("{garbage}\n");
+    }
+    let wire: Vec<String> = report
+        .paths
+        .iter()
+        .map(|p| format!("{} {:.1}", p.name, p.wire_bytes))
+        .collect();
+    format!(
+        "bytes per tunnel packet on the wire (IPv4 to AEAD tag), as the emulators counted: {}; \
+         the simulator's QUIC tunnel counts {}\n{garbage}; the source's lateness p99 {:.0} us\n",
+        wire.join(", "),
+        spec.packet_size as u32 + kleinrock_lab::tunnel::QUIC_HEADER,
+        report.source_lateness.quantile(0.99).unwrap_or(0.0) / 1e3,
+    )
 }
 
 /// Whether the real run counts: every packet accounted for, and every emulator, the source
@@ -517,20 +663,28 @@ mod tests {
             let spec = spec(&shipped("fig6_quic_tunnel.toml", point)).expect("a real tunnel");
             assert_eq!(spec.paths.len(), 2);
             assert!(spec.paths.iter().all(|p| p.cc == cc));
-            assert_eq!(
-                (spec.packet_size, spec.payload, spec.queue),
-                (1448, 1408, 5)
-            );
-            assert_eq!(spec.rate.bits_per_sec(), 15e6);
+            assert_eq!((spec.packet_size, spec.queue), (1448, 5));
+            let Source::Cbr { rate, payload } = spec.source else {
+                panic!("a constant-rate source");
+            };
+            assert_eq!((rate.bits_per_sec(), payload), (15e6, 1408));
             assert_eq!(spec.paths[0].forward.schedule.len(), 1, "the drop at 5 s");
         }
         let dccp = spec(&shipped("fig6_udp_multipath.toml", 1)).expect_err("DCCP paths");
         assert!(dccp.contains("transport = \"quic\""), "{dccp}");
-        let fig7 = shipped("fig7_tcp_multipath.toml", 1);
-        assert!(
-            spec(&fig7).is_err(),
-            "a reliable flow inside runs only in the simulator"
-        );
+        let fig7 = spec(&shipped("fig7_tcp_multipath.toml", 1)).expect_err("CCID paths");
+        assert!(fig7.contains("transport = \"quic\""), "{fig7}");
+        for (point, cc) in [(1, "newreno"), (2, "bbr")] {
+            let spec = spec(&shipped("fig7_quic_tunnel.toml", point)).expect("a real tunnel");
+            assert!(spec.paths.iter().all(|p| p.cc == cc));
+            assert!(matches!(&spec.source, Source::Reliable { cc, .. } if cc == "cubic"));
+        }
+        let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/ccid5/fig7_quic_tunnel.toml");
+        let set = load(&file, &["flows.0.pacing=false".into()]).expect("loads");
+        let unpaced = pick(set, Some(1), "`kleinrock tunnel`").expect("a point");
+        let e = spec(&unpaced).expect_err("noq paces");
+        assert!(e.starts_with("flows[0].pacing:"), "{e}");
         let file = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../scenarios/ccid5/fig6_quic_tunnel.toml");
         for field in ["header_size=52", "tx_qlen=1", "pacing=false", "ack_ratio=1"] {

@@ -702,7 +702,7 @@ pub fn quic_packet_size(wire: u64, timestamps: bool) -> Result<u64, String> {
 /// controller's `max_datagram_size` (no MTU discovery, so cwnd and packets count the same
 /// bytes; with timestamps the trailer follows the packet in its datagram, see
 /// [`quic_packet_size`]), and windows large enough for emulated paths.
-fn sending_transport(
+pub(crate) fn sending_transport(
     factory: &CcFactory,
     timestamps: bool,
     receive_window: u64,

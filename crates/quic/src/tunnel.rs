@@ -5,14 +5,19 @@
 //! entry and its reordering stage at the far end (`kleinrock_cc::multipath`, the same code).
 //!
 //! This module owns the run: the far end's QUIC endpoints (one per path), the emulators, the
-//! entry's connections, the constant-rate source feeding the entry, and what the run measured.
-//! [`wire`] is the tunnel's header, [`entry`] the queue and scheduler, [`far_end`] the
-//! reordering and the measurements. docs/mpdccp.md ("A QUIC tunnel") describes the model.
+//! entry's connections, the source feeding the entry (constant-rate datagrams, or a reliable
+//! flow inside, [`inner`]), and what the run measured. [`wire`] is the tunnel's header,
+//! [`entry`] the queue and scheduler, [`far_end`] the reordering and the measurements.
+//! docs/mpdccp.md ("A QUIC tunnel") describes the model.
 //!
 //! ```text
 //! source -> entry queue -> scheduler -> QUIC conn (path 1) -> emulator 1 -> far end 1 -+
 //!                                    \-> QUIC conn (path 2) -> emulator 2 -> far end 2 -+-> reordering
 //! ```
+//!
+//! The direction back is the same tunnel reversed: the far end's side of each path's
+//! connection sends the carried flow's packets back (its ACKs), under a controller of the
+//! path's algorithm, scheduled by an entry at the far end and reordered at the entry.
 //!
 //! The entry hands a packet to a path only while the scheduler finds room in that
 //! connection's window (its in-flight bytes and the datagrams noq still holds, against the
@@ -23,6 +28,7 @@
 mod entry;
 mod far_end;
 mod gate;
+mod inner;
 pub mod wire;
 
 use crate::adapter::{CcCounters, CcFactory, CcProbe};
@@ -37,6 +43,7 @@ pub use entry::EntryCounts;
 pub use far_end::FarCounts;
 use far_end::{Clock, FarEnd};
 use gate::{Gate, GatedSocket};
+use inner::{Inbox, InnerFlow, InnerSpec, Outlet, Plumbing};
 use kleinrock_cc::multipath::reorder::{LatencySpread, ReorderConfig};
 use kleinrock_cc::multipath::scheduler::{SchedulerKind, SubflowView};
 use kleinrock_cc::{ControllerConfig, Params, Rate};
@@ -50,7 +57,7 @@ use std::ops::RangeInclusive;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
-use wire::HEADER;
+use wire::{HEADER, STAND_IN};
 
 /// ALPN of a tunnel's path connections.
 pub const ALPN_TUNNEL: &[u8] = b"kleinrock-tunnel";
@@ -64,9 +71,6 @@ const QUIC_OVERHEAD: usize = 1 + 8 + 4 + 9 + 16;
 const SEND_BUFFER: usize = 1 << 20;
 /// Datagram bytes the far end buffers per path before the application reads them.
 const RECEIVE_BUFFER: usize = 8 << 20;
-/// The entry's datagram receive buffer: noq sends DATAGRAM frames only with one, and the far
-/// end sends none.
-const DATAGRAM_ENABLED: usize = 1 << 16;
 /// How often the far end checks the reordering stage's idle expiry.
 const EXPIRY_TICK: Duration = Duration::from_millis(1);
 /// How often the entry's connections send a PING when they have nothing else to send, so that
@@ -100,7 +104,29 @@ pub struct PathSpec {
     pub priority: u8,
 }
 
-/// A tunnel run: its paths, scheduler, reordering, queue, and the constant-rate source.
+/// What feeds a tunnel's entry.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// Constant-rate datagrams of the carried packet's size, which carry nothing.
+    Cbr {
+        /// The rate, counted in `payload` bytes per packet, as the simulator's constant-rate
+        /// application counts it.
+        rate: Rate,
+        /// Of the carried packet's bytes, the payload the rate counts (the rest is the
+        /// carried packet's own headers).
+        payload: usize,
+    },
+    /// A reliable flow inside: a QUIC connection whose packets are the carried packets, under
+    /// controller `cc`, sending as much as it can (its module, `inner`).
+    Reliable {
+        /// The flow's controller (a registry name).
+        cc: String,
+        /// Its parameters.
+        params: Params,
+    },
+}
+
+/// A tunnel run: its paths, scheduler, reordering, queue, and source.
 #[derive(Clone, Debug)]
 pub struct TunnelSpec {
     /// Paths, in order.
@@ -109,15 +135,12 @@ pub struct TunnelSpec {
     pub scheduler: SchedulerKind,
     /// The far end's reordering stage.
     pub reorder: ReorderConfig,
-    /// Packets the entry's queue holds.
+    /// Packets the entry's queue holds (each direction's).
     pub queue: usize,
-    /// The source's rate, counted in the carried packets' payload (`payload` bytes each), as
-    /// the simulator's constant-rate application counts it.
-    pub rate: Rate,
-    /// Bytes of each carried packet.
+    /// What feeds the entry.
+    pub source: Source,
+    /// Bytes of each carried packet (the largest, for a reliable flow).
     pub packet_size: usize,
-    /// Of those, the payload the rate counts (the rest is the carried packet's own headers).
-    pub payload: usize,
     /// How long the source sends.
     pub duration: Duration,
     /// Start of the measurement window.
@@ -155,12 +178,13 @@ impl TunnelSpec {
                 wire::MAX_RUN.as_secs()
             ));
         }
-        if self.rate.bits_per_sec() <= 0.0
-            || self.payload == 0
-            || self.payload > self.packet_size
-            || self.queue == 0
-        {
-            return Err("a tunnel's source needs a rate, a packet size and a queue".into());
+        if let Source::Cbr { rate, payload } = self.source {
+            if rate.bits_per_sec() <= 0.0 || payload == 0 || payload > self.packet_size {
+                return Err("a tunnel's constant-rate source needs a rate and a payload".into());
+            }
+        }
+        if self.queue == 0 {
+            return Err("a tunnel's entry needs a queue".into());
         }
         if self.trace_interval.is_zero() {
             return Err("the trace interval must be above zero".into());
@@ -168,7 +192,7 @@ impl TunnelSpec {
         if self.warmup >= self.duration {
             return Err("the measurement window opens after the run ends".into());
         }
-        let (lo, hi) = packet_size_range();
+        let (lo, hi) = packet_size_range(&self.source);
         if !(lo..=hi).contains(&self.packet_size) {
             return Err(format!(
                 "a carried packet of {} bytes does not fit a QUIC packet; accepted: {lo} to {hi}",
@@ -179,11 +203,15 @@ impl TunnelSpec {
     }
 }
 
-/// The carried packet sizes a tunnel takes: its QUIC packets are 1200 bytes (QUIC's least) to
-/// the largest IPv4 UDP payload.
-pub fn packet_size_range() -> (usize, usize) {
+/// The carried packet sizes a tunnel of `source` takes: its QUIC packets are 1200 bytes
+/// (QUIC's least) to the largest IPv4 UDP payload, and so are a reliable flow's inside.
+pub fn packet_size_range(source: &Source) -> (usize, usize) {
     let around = HEADER + QUIC_OVERHEAD;
-    (1200 - around, MAX_UDP_PAYLOAD - around)
+    let least = match source {
+        Source::Cbr { .. } => 1200 - around,
+        Source::Reliable { .. } => 1200 + STAND_IN,
+    };
+    (least, MAX_UDP_PAYLOAD - around)
 }
 
 /// The largest UDP payload over IPv4.
@@ -255,8 +283,48 @@ pub struct TunnelReport {
     pub buffered_at_end: u64,
     /// Datagrams from strangers, dropped before QUIC saw them.
     pub garbage: Garbage,
-    /// How late the source's packets entered the tunnel, ns.
+    /// How late the source's packets entered the tunnel, ns (a constant-rate source's).
     pub source_lateness: Histogram,
+    /// The direction back.
+    pub backward: Backward,
+    /// The reliable flow inside, if the source was one.
+    pub flow: Option<FlowReport>,
+}
+
+/// What the direction back carried (the reliable flow's ACKs), counted as the forward
+/// direction's are.
+#[derive(Clone, Debug, Default)]
+pub struct Backward {
+    /// The far end's entry's counters.
+    pub entry: EntryCounts,
+    /// The entry's reordering stage's counters.
+    pub far: FarCounts,
+    /// Packets still in the far end's entry queue when the run ended.
+    pub queued_at_end: u64,
+    /// Packets the entry's reordering stage held when the run ended.
+    pub buffered_at_end: u64,
+    /// Per path, tunnel packets handed to it over the whole run.
+    pub sent: Vec<u64>,
+    /// Per path, tunnel packets that arrived at the entry over the whole run.
+    pub arrived: Vec<u64>,
+    /// Latency from the far end's entry to forwarding at the entry of the packets that entered
+    /// in the window, ns.
+    pub latency: Histogram,
+}
+
+/// What the reliable flow inside did.
+#[derive(Clone, Debug)]
+pub struct FlowReport {
+    /// Stream bytes its receiver read in the measurement window.
+    pub window_bytes: u64,
+    /// Per trace interval: `goodput_bps`.
+    pub trace: Series,
+    /// Its sender's controller, sampled every trace interval.
+    pub controller: Series,
+    /// Its sender's controller's counters, over the whole run.
+    pub cc: CcCounters,
+    /// Its sender's RTT samples over the whole run, ns.
+    pub rtt: Histogram,
 }
 
 /// Datagrams from anyone but their peer, dropped at the tunnel's ends.
@@ -295,41 +363,61 @@ impl TunnelReport {
     /// ends were forwarded once, dropped by the reordering stage, or are still held there.
     /// What a path lost is what it was given less what arrived.
     pub fn accounted(&self) -> Result<(), String> {
-        let queued = self.entry.entered - self.entry.queue_drops;
-        let scheduled = self.entry.scheduled;
-        if queued != scheduled + self.queued_at_end {
-            return Err(format!(
-                "the entry queued {queued} packets, scheduled {scheduled} and holds {}",
-                self.queued_at_end
-            ));
-        }
-        let arrived: u64 = self.paths.iter().map(|p| p.arrived).sum();
-        let f = &self.far;
-        let settled = f.forwarded + f.reorder_drops + f.duplicates + self.buffered_at_end;
-        if arrived != settled {
-            return Err(format!(
-                "{arrived} copies arrived at the far ends, and {} were forwarded, {} dropped \
-                 late, {} dropped as copies, {} still held",
-                f.forwarded, f.reorder_drops, f.duplicates, self.buffered_at_end
-            ));
-        }
-        Ok(())
+        let arrived = self.paths.iter().map(|p| p.arrived).sum();
+        let forward = [self.queued_at_end, arrived, self.buffered_at_end];
+        settled(&self.entry, &self.far, forward).map_err(|e| format!("forward: {e}"))?;
+        let b = &self.backward;
+        let backward = [b.queued_at_end, b.arrived.iter().sum(), b.buffered_at_end];
+        settled(&b.entry, &b.far, backward).map_err(|e| format!("backward: {e}"))
     }
 }
 
-/// A path's far end: its QUIC endpoint, reached through the path's emulator.
+/// One direction's account: what its entry queued was scheduled or is still queued
+/// (`queued_at_end`), and the copies that `arrived` at its far end were forwarded once,
+/// dropped by the reordering stage, or are still held there (`buffered_at_end`).
+fn settled(
+    entry: &EntryCounts,
+    far: &FarCounts,
+    [queued_at_end, arrived, buffered_at_end]: [u64; 3],
+) -> Result<(), String> {
+    let queued = entry.entered - entry.queue_drops;
+    let scheduled = entry.scheduled;
+    if queued != scheduled + queued_at_end {
+        return Err(format!(
+            "the entry queued {queued} packets, scheduled {scheduled} and holds {queued_at_end}"
+        ));
+    }
+    let f = far;
+    let settled = f.forwarded + f.reorder_drops + f.duplicates + buffered_at_end;
+    if arrived != settled {
+        return Err(format!(
+            "{arrived} copies arrived at the far ends, and {} were forwarded, {} dropped late, \
+             {} dropped as copies, {buffered_at_end} still held",
+            f.forwarded, f.reorder_drops, f.duplicates
+        ));
+    }
+    Ok(())
+}
+
+/// A path's far end: its QUIC endpoint, reached through the path's emulator, and the probe of
+/// its connection's controller (which sends the direction back).
 struct FarPath {
     endpoint: noq::Endpoint,
     emulator: Arc<EmulatorHandle>,
     /// Passes only the emulator's datagrams once the path's connection is up.
     gate: Arc<Gate>,
+    probe: CcProbe,
 }
 
-/// A path's entry: the connection and its controller's probe.
+/// A path's entry: its endpoint, behind a gate that passes only the path's emulator's
+/// datagrams.
 struct EntryPath {
     endpoint: noq::Endpoint,
-    /// Passes only the path's emulator's datagrams.
     gate: Arc<Gate>,
+}
+
+/// One end of a path's connection, sending one direction's tunnel packets.
+struct PathSide {
     conn: noq::Connection,
     probe: CcProbe,
     priority: u8,
@@ -340,7 +428,18 @@ struct EntryPath {
     sent_window: u64,
 }
 
-impl EntryPath {
+impl PathSide {
+    fn new(conn: noq::Connection, probe: CcProbe, priority: u8) -> Self {
+        PathSide {
+            empty_space: conn.datagram_send_buffer_space(),
+            conn,
+            probe,
+            priority,
+            sent: 0,
+            sent_window: 0,
+        }
+    }
+
     /// What the scheduler sees of the path: in flight and window in QUIC packets of `packet`
     /// bytes, and the datagrams of `datagram` bytes noq still holds. Those are read before
     /// the bytes in flight, so one sent in between counts twice (the cautious way) rather
@@ -358,6 +457,43 @@ impl EntryPath {
             srtt_ns: flight.smoothed_rtt.map(|d| d.as_nanos() as u64),
             priority: self.priority,
         }
+    }
+}
+
+/// One direction: its entry and the path ends that send its packets.
+struct Direction {
+    entry: Arc<Mutex<Entry>>,
+    paths: Vec<PathSide>,
+}
+
+/// One direction's far end: its reordering stage and where it hands the carried payloads.
+#[derive(Clone)]
+struct Exit {
+    far: Arc<Mutex<FarEnd>>,
+    inbox: Arc<Inbox>,
+}
+
+impl Exit {
+    fn new(spec: &TunnelSpec) -> Self {
+        let carries = matches!(spec.source, Source::Reliable { .. });
+        let far = FarEnd::new(spec.reorder, spec.paths.len(), spec.clock(), carries);
+        Exit {
+            far: Arc::new(Mutex::new(far)),
+            inbox: Arc::default(),
+        }
+    }
+
+    /// Hands what the reordering stage forwarded to the flow's end, outside the lock.
+    fn hand_over(&self, mut far: std::sync::MutexGuard<'_, FarEnd>) {
+        let out = far.take_forwarded();
+        drop(far);
+        self.inbox.push(out);
+    }
+
+    /// The far end's state at the run's end; it takes nothing more.
+    fn finish(&self, spec: &TunnelSpec) -> FarEnd {
+        let empty = FarEnd::new(spec.reorder, 0, spec.clock(), false);
+        std::mem::replace(&mut *lock(&self.far), empty)
     }
 }
 
@@ -381,31 +517,41 @@ pub async fn run(spec: &TunnelSpec) -> Result<TunnelReport, String> {
     run_with(spec, |_| {}).await
 }
 
-/// [`run`], calling `on_ready` with each path's addresses once every connection is up.
-pub async fn run_with(
+/// The run's connections, once up: the entry's and the far ends' sides of each path.
+struct Connected {
+    entries: Vec<EntryPath>,
+    far_paths: Vec<FarPath>,
+    forward: Vec<PathSide>,
+    backward: Vec<PathSide>,
+}
+
+/// Starts every path (far end, emulator, connection) and checks that each far end's peer is
+/// its emulator.
+async fn connect(
     spec: &TunnelSpec,
-    on_ready: impl FnOnce(&[PathEnds]),
-) -> Result<TunnelReport, String> {
-    spec.check()?;
-    let (cert, server_config) = far_end_config(spec).map_err(|e| e.to_string())?;
-    // Time zero: the emulators start right after, and their rate and delay schedules count
-    // from their own start (within a millisecond of this).
-    let epoch = Instant::now();
+    epoch: Instant,
+    signal: &Arc<Signal>,
+) -> Result<Connected, String> {
     let mut far_paths = Vec::new();
+    let mut certs = Vec::new();
     for (i, p) in spec.paths.iter().enumerate() {
-        far_paths.push(far_path(spec, i, p, server_config.clone())?);
+        let (cert, far) = far_path(spec, i, p, epoch, signal)?;
+        certs.push(cert);
+        far_paths.push(far);
     }
     // The far ends accept while the entry connects: a handshake waits for its accept.
     let accepting: Vec<_> = far_paths
         .iter()
         .map(|f| tokio::spawn(accept(f.endpoint.clone())))
         .collect();
-    let signal = Arc::new(Signal::default());
     let mut entries = Vec::new();
-    for (p, far) in spec.paths.iter().enumerate().zip(&far_paths) {
-        entries.push(entry_path(spec, p, far, &cert, epoch, &signal).await?);
+    let mut forward = Vec::new();
+    for ((p, far), cert) in spec.paths.iter().enumerate().zip(&far_paths).zip(&certs) {
+        let (entry, side) = entry_path(spec, p, far, cert, epoch, signal).await?;
+        entries.push(entry);
+        forward.push(side);
     }
-    let mut incoming = Vec::new();
+    let mut backward = Vec::new();
     for ((a, far), p) in accepting.into_iter().zip(&far_paths).zip(&spec.paths) {
         let (conn, peer) = a.await.map_err(|e| e.to_string())??;
         // The one connection a far end takes is its emulator's, relaying the entry's.
@@ -422,8 +568,33 @@ pub async fn run_with(
             ));
         }
         far.gate.admit_only(peer);
-        incoming.push(conn);
+        check_datagrams(spec, &conn).map_err(|e| format!("path {}: {e}", p.name))?;
+        backward.push(PathSide::new(conn, far.probe.clone(), p.priority));
     }
+    Ok(Connected {
+        entries,
+        far_paths,
+        forward,
+        backward,
+    })
+}
+
+/// [`run`], calling `on_ready` with each path's addresses once every connection is up.
+pub async fn run_with(
+    spec: &TunnelSpec,
+    on_ready: impl FnOnce(&[PathEnds]),
+) -> Result<TunnelReport, String> {
+    spec.check()?;
+    // Time zero: the emulators start right after, and their rate and delay schedules count
+    // from their own start (within a millisecond of this).
+    let epoch = Instant::now();
+    let signal = Arc::new(Signal::default());
+    let Connected {
+        entries,
+        far_paths,
+        forward,
+        backward,
+    } = connect(spec, epoch, &signal).await?;
     let mut ends = Vec::new();
     for (e, f) in entries.iter().zip(&far_paths) {
         let local = |end: &noq::Endpoint| end.local_addr().map_err(|e| e.to_string());
@@ -435,19 +606,27 @@ pub async fn run_with(
     }
     on_ready(&ends);
     let clock = spec.clock();
-    let far = Arc::new(Mutex::new(FarEnd::new(
-        spec.reorder,
-        spec.paths.len(),
-        clock,
+    let (exit, exit_back) = (Exit::new(spec), Exit::new(spec));
+    let entry_probes: Vec<CcProbe> = forward.iter().map(|e| e.probe.clone()).collect();
+    let far_probes: Vec<CcProbe> = far_paths.iter().map(|f| f.probe.clone()).collect();
+    let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+    for (i, (f, b)) in forward.iter().zip(&backward).enumerate() {
+        let fwd = receive(b.conn.clone(), i, exit.clone(), entry_probes.clone(), epoch);
+        let back = receive(
+            f.conn.clone(),
+            i,
+            exit_back.clone(),
+            far_probes.clone(),
+            epoch,
+        );
+        tasks.push(tokio::spawn(fwd));
+        tasks.push(tokio::spawn(back));
+    }
+    tasks.push(tokio::spawn(expire(
+        [exit.clone(), exit_back.clone()],
+        epoch,
     )));
-    let probes: Vec<CcProbe> = entries.iter().map(|e| e.probe.clone()).collect();
-    let mut tasks: Vec<JoinHandle<()>> = incoming
-        .iter()
-        .enumerate()
-        .map(|(i, c)| tokio::spawn(receive(c.clone(), i, far.clone(), probes.clone(), epoch)))
-        .collect();
-    tasks.push(tokio::spawn(expire(far.clone(), epoch)));
-    let recorders: Vec<ProbeRecorder> = entries
+    let recorders: Vec<ProbeRecorder> = forward
         .iter()
         .zip(&spec.paths)
         .map(|(e, p)| {
@@ -459,8 +638,62 @@ pub async fn run_with(
         far_paths.iter().map(|f| f.emulator.clone()).collect(),
         [epoch + spec.warmup, epoch + spec.duration],
     ));
+    let entry_window = clock.window();
+    let new_entry = || {
+        Arc::new(Mutex::new(Entry::new(
+            spec.scheduler,
+            spec.queue,
+            entry_window.clone(),
+        )))
+    };
+    let directions = [
+        Direction {
+            entry: new_entry(),
+            paths: forward,
+        },
+        Direction {
+            entry: new_entry(),
+            paths: backward,
+        },
+    ];
+    let entries_in = [directions[0].entry.clone(), directions[1].entry.clone()];
     let thread_spec = spec.clone();
-    let sent = tokio::task::spawn_blocking(move || source(&thread_spec, entries, &signal, epoch))
+    let thread_signal = signal.clone();
+    let source_thread = tokio::task::spawn_blocking(move || {
+        source(&thread_spec, directions, &thread_signal, epoch)
+    });
+    let flow = match &spec.source {
+        Source::Reliable { cc, params } => {
+            let inner = InnerSpec {
+                cc: cc.clone(),
+                params: params.clone(),
+                packet_size: spec.packet_size,
+                seed: spec.seed.wrapping_add(spec.paths.len() as u64),
+            };
+            let pipes = Plumbing {
+                forward: outlet(entries_in[0].clone(), signal.clone(), epoch),
+                backward: outlet(entries_in[1].clone(), signal.clone(), epoch),
+                at_entry: exit_back.inbox.clone(),
+                at_far: exit.inbox.clone(),
+            };
+            match InnerFlow::start(&inner, pipes, epoch, clock).await {
+                Ok(f) => {
+                    let recorder =
+                        ProbeRecorder::start(f.probe.clone(), spec.trace_interval, "controller");
+                    Some((f, recorder))
+                }
+                Err(e) => {
+                    for t in &tasks {
+                        t.abort();
+                    }
+                    source_thread.abort();
+                    return Err(e);
+                }
+            }
+        }
+        Source::Cbr { .. } => None,
+    };
+    let sent = source_thread
         .await
         .map_err(|e| format!("the entry stopped: {e}"))
         .and_then(|r| r);
@@ -469,9 +702,13 @@ pub async fn run_with(
             t.abort();
         }
     }
-    let (entries, entry_counts, queued, source_lateness) = sent?;
+    let (directions, source_lateness) = sent?;
     let window = window.await.unwrap_or_default();
     tokio::time::sleep(DRAIN).await;
+    let flow = match flow {
+        Some((f, recorder)) => Some(finish_flow(f, recorder, &clock).await),
+        None => None,
+    };
     for t in tasks {
         t.abort();
         // Cancelled: its connection handle is dropped with it.
@@ -481,28 +718,38 @@ pub async fn run_with(
     for r in recorders {
         samples.push(r.finish().await);
     }
-    let far = std::mem::replace(&mut *lock(&far), FarEnd::new(spec.reorder, 0, clock));
+    let (far, far_back) = (exit.finish(spec), exit_back.finish(spec));
+    let [fwd, back] = directions;
+    let (entry_counts, queued) = fwd.counts();
+    let backward_report = backward_report(&back, &far_back);
     let mut paths = Vec::new();
     // Read before the far ends close their side, which ends every connection.
-    let lost: Vec<Option<String>> = entries
+    let lost: Vec<Option<String>> = fwd
+        .paths
         .iter()
         .map(|e| e.conn.close_reason().map(|r| r.to_string()))
         .collect();
-    for c in incoming {
-        c.close(0u32.into(), b"done");
+    // A connection handle keeps its endpoint, and so its port, alive.
+    for c in back.paths {
+        c.conn.close(0u32.into(), b"done");
     }
     let garbage = Garbage {
         entry: entries.iter().map(|e| e.gate.dropped()).sum(),
         far_end: far_paths.iter().map(|f| f.gate.dropped()).sum(),
     };
-    let ends = entries.into_iter().zip(far_paths).zip(samples).zip(lost);
-    for (k, (((e, f), s), lost)) in ends.enumerate() {
+    let ends = entries
+        .into_iter()
+        .zip(fwd.paths)
+        .zip(far_paths)
+        .zip(samples)
+        .zip(lost);
+    for (k, ((((e, side), f), s), lost)) in ends.enumerate() {
         let end = PathEnd {
             controller: s,
             window: window.get(k),
             lost,
         };
-        paths.push(finish_path(spec, k, (e, f), end, &far).await?);
+        paths.push(finish_path(spec, k, (e, side, f), end, &far).await?);
     }
     Ok(TunnelReport {
         paths,
@@ -513,27 +760,110 @@ pub async fn run_with(
         window_s: spec.duration.saturating_sub(spec.warmup).as_secs_f64(),
         entry: entry_counts,
         far: far.counts,
-        queued_at_end: queued as u64,
+        queued_at_end: queued,
         buffered_at_end: far.buffered() as u64,
         garbage,
         source_lateness,
+        backward: backward_report,
+        flow,
     })
 }
 
-/// The far end's TLS certificate (DER) and its QUIC server configuration: DATAGRAM frames
-/// taken, the tunnel's packet size fixed (no MTU discovery), one path's connection each.
-fn far_end_config(spec: &TunnelSpec) -> Result<(Vec<u8>, ServerConfig), Error> {
-    let (cert, _, crypto) = endpoint::server_crypto(vec![ALPN_TUNNEL.to_vec()])?;
+impl Direction {
+    /// The entry's counters and the packets still queued.
+    fn counts(&self) -> (EntryCounts, u64) {
+        let e = lock(&self.entry);
+        (e.counts, e.queued() as u64)
+    }
+}
+
+/// The direction back's report from its entry (at the far end) and its far end (the entry's).
+fn backward_report(back: &Direction, far: &FarEnd) -> Backward {
+    let (entry, queued_at_end) = back.counts();
+    Backward {
+        entry,
+        far: far.counts,
+        queued_at_end,
+        buffered_at_end: far.buffered() as u64,
+        sent: back.paths.iter().map(|p| p.sent).collect(),
+        arrived: far.arrived.clone(),
+        latency: far.forwarded.latency.clone(),
+    }
+}
+
+/// Stops the reliable flow and reports what it did.
+async fn finish_flow(f: InnerFlow, recorder: ProbeRecorder, clock: &Clock) -> FlowReport {
+    let controller = recorder.finish().await;
+    let cc = f.probe.sample().map(|s| s.counters).unwrap_or_default();
+    let rtt = f.probe.rtt_histogram().unwrap_or_default();
+    let meter = f.meter.clone();
+    f.stop().await;
+    let m = lock(&meter);
+    FlowReport {
+        window_bytes: m.window_bytes,
+        trace: m.series("flow", clock),
+        controller,
+        cc,
+        rtt,
+    }
+}
+
+/// Where a flow end's packets enter the tunnel: `entry`, as carried packets of their size plus
+/// the [`STAND_IN`], waking the entry's thread.
+fn outlet(entry: Arc<Mutex<Entry>>, signal: Arc<Signal>, epoch: Instant) -> Outlet {
+    Arc::new(move |datagram: &[u8]| {
+        let now = ns_since(epoch);
+        lock(&entry).enter(now, STAND_IN + datagram.len(), datagram.to_vec());
+        signal.raise();
+    })
+}
+
+/// The far end's TLS certificate (DER) and its QUIC server configuration for path `p`:
+/// DATAGRAM frames taken and sent (the direction back) under the path's controller, whose
+/// probe comes with it; the tunnel's packet size fixed (no MTU discovery).
+fn far_end_config(
+    spec: &TunnelSpec,
+    (index, p): (usize, &PathSpec),
+    epoch: Instant,
+    signal: &Arc<Signal>,
+) -> Result<(Vec<u8>, ServerConfig, CcProbe), String> {
+    let at = |e: &dyn std::fmt::Display| format!("path {}: {e}", p.name);
+    let factory = path_controller(spec, (index, p), epoch, signal).map_err(|e| at(&e))?;
+    let (cert, _, crypto) =
+        endpoint::server_crypto(vec![ALPN_TUNNEL.to_vec()]).map_err(|e| at(&e))?;
     let mut config = ServerConfig::with_crypto(Arc::new(crypto));
-    let mut transport = fixed_mtu(spec.quic_packet_size())?;
+    let mut transport = fixed_mtu(spec.quic_packet_size()).map_err(|e| at(&e))?;
     transport
+        .congestion_controller_factory(Arc::new(factory.clone()))
         .datagram_receive_buffer_size(Some(RECEIVE_BUFFER))
+        .datagram_send_buffer_size(SEND_BUFFER)
         .max_concurrent_bidi_streams(0u32.into())
         .max_concurrent_uni_streams(0u32.into());
     config
         .transport_config(Arc::new(transport))
         .migration(false);
-    Ok((cert.to_vec(), config))
+    Ok((cert.to_vec(), config, factory.probe()))
+}
+
+/// Path `index`'s controller (one for each end of its connection), counting the tunnel's QUIC
+/// packets, waking the entry's thread on every ACK and congestion event.
+fn path_controller(
+    spec: &TunnelSpec,
+    (index, p): (usize, &PathSpec),
+    epoch: Instant,
+    signal: &Arc<Signal>,
+) -> Result<CcFactory, String> {
+    let config = ControllerConfig {
+        max_datagram_size: spec.quic_packet_size() as u64,
+        seed: spec.seed.wrapping_add(index as u64),
+        ..ControllerConfig::default()
+    };
+    let signal = signal.clone();
+    Ok(CcFactory::new(&p.cc, p.params.clone(), config)
+        .and_then(CcFactory::without_subflows)
+        .map_err(|e| e.to_string())?
+        .with_epoch(epoch)
+        .waking(move || signal.raise()))
 }
 
 /// A transport whose packets are `size` bytes of UDP payload at most, MTU discovery off.
@@ -555,13 +885,15 @@ fn fixed_mtu(size: usize) -> Result<TransportConfig, Error> {
 }
 
 /// Path `i`'s far end and its emulator, which relays the entry's datagrams over the path's
-/// links.
+/// links; and the certificate the entry trusts.
 fn far_path(
     spec: &TunnelSpec,
     i: usize,
     p: &PathSpec,
-    config: ServerConfig,
-) -> Result<FarPath, String> {
+    epoch: Instant,
+    signal: &Arc<Signal>,
+) -> Result<(Vec<u8>, FarPath), String> {
+    let (cert, config, probe) = far_end_config(spec, (i, p), epoch, signal)?;
     let gate = Arc::new(Gate::default());
     let endpoint = gated_endpoint(Some(config), gate.clone())
         .map_err(|e| format!("path {}: starting the far end: {e}", p.name))?;
@@ -578,11 +910,13 @@ fn far_path(
         client_idle: spec.duration + DRAIN + emulator::DEFAULT_CLIENT_IDLE,
     })
     .map_err(|e| format!("path {}: {e}", p.name))?;
-    Ok(FarPath {
+    let far = FarPath {
         endpoint,
         emulator: Arc::new(emulator),
         gate,
-    })
+        probe,
+    };
+    Ok((cert, far))
 }
 
 /// A QUIC endpoint on a new loopback UDP socket behind `gate`, a server with `server`.
@@ -598,6 +932,18 @@ fn gated_endpoint(server: Option<ServerConfig>, gate: Arc<Gate>) -> Result<noq::
     .map_err(endpoint::io("starting the QUIC endpoint"))
 }
 
+/// Whether `conn` takes the tunnel's largest datagram.
+fn check_datagrams(spec: &TunnelSpec, conn: &noq::Connection) -> Result<(), String> {
+    let needed = spec.packet_size + HEADER;
+    if conn.max_datagram_size().is_none_or(|m| m < needed) {
+        return Err(format!(
+            "the connection takes datagrams of {:?} bytes, and a tunnel packet needs {needed}",
+            conn.max_datagram_size()
+        ));
+    }
+    Ok(())
+}
+
 /// The entry's connection over path `p`, through its emulator, under the path's controller.
 async fn entry_path(
     spec: &TunnelSpec,
@@ -606,21 +952,9 @@ async fn entry_path(
     cert: &[u8],
     epoch: Instant,
     signal: &Arc<Signal>,
-) -> Result<EntryPath, String> {
+) -> Result<(EntryPath, PathSide), String> {
     let at = |e: &dyn std::fmt::Display| format!("path {}: {e}", p.name);
-    let config = ControllerConfig {
-        max_datagram_size: spec.quic_packet_size() as u64,
-        seed: spec.seed.wrapping_add(index as u64),
-        ..ControllerConfig::default()
-    };
-    let factory = CcFactory::new(&p.cc, p.params.clone(), config)
-        .and_then(CcFactory::without_subflows)
-        .map_err(|e| at(&e))?
-        .with_epoch(epoch)
-        .waking({
-            let signal = signal.clone();
-            move || signal.raise()
-        });
+    let factory = path_controller(spec, (index, p), epoch, signal).map_err(|e| at(&e))?;
     let crypto = endpoint::client_crypto(cert, vec![ALPN_TUNNEL.to_vec()]).map_err(|e| at(&e))?;
     let mut client = ClientConfig::new(Arc::new(crypto));
     let mut transport = fixed_mtu(spec.quic_packet_size()).map_err(|e| at(&e))?;
@@ -628,9 +962,7 @@ async fn entry_path(
         .congestion_controller_factory(Arc::new(factory.clone()))
         .datagram_send_buffer_size(SEND_BUFFER)
         .keep_alive_interval(Some(KEEP_ALIVE))
-        // noq sends DATAGRAM frames only where it would also take them; the far end sends
-        // none.
-        .datagram_receive_buffer_size(Some(DATAGRAM_ENABLED));
+        .datagram_receive_buffer_size(Some(RECEIVE_BUFFER));
     client.transport_config(Arc::new(transport));
     let gate = Arc::new(Gate::default());
     gate.admit_only(far.emulator.listen_addr());
@@ -641,23 +973,9 @@ async fn entry_path(
         .map_err(|e| at(&e))?
         .await
         .map_err(|e| at(&e))?;
-    let needed = spec.packet_size + HEADER;
-    if conn.max_datagram_size().is_none_or(|m| m < needed) {
-        return Err(at(&format!(
-            "the connection takes datagrams of {:?} bytes, and a tunnel packet needs {needed}",
-            conn.max_datagram_size()
-        )));
-    }
-    Ok(EntryPath {
-        endpoint,
-        gate,
-        empty_space: conn.datagram_send_buffer_space(),
-        conn,
-        probe: factory.probe(),
-        priority: p.priority,
-        sent: 0,
-        sent_window: 0,
-    })
+    check_datagrams(spec, &conn).map_err(|e| at(&e))?;
+    let side = PathSide::new(conn, factory.probe(), p.priority);
+    Ok((EntryPath { endpoint, gate }, side))
 }
 
 /// The far end's side of a path's connection, and its peer's address.
@@ -675,7 +993,7 @@ async fn accept(endpoint: noq::Endpoint) -> Result<(noq::Connection, SocketAddr)
 
 /// The paths' one-way latencies (half their latest RTT, as MP-DCCP's MP_DELAY gives them) for
 /// the adaptive reordering timeout. Both ends run in one process, so the far end reads them
-/// from the entry's controllers instead of from a header option.
+/// from the sending end's controllers instead of from a header option.
 fn spread(probes: &[CcProbe]) -> LatencySpread {
     let halves = probes
         .iter()
@@ -688,30 +1006,36 @@ fn spread(probes: &[CcProbe]) -> LatencySpread {
     LatencySpread { min_ns, max_ns }
 }
 
-/// Reads path `path`'s datagrams into the far end until the connection ends.
+/// Reads path `path`'s datagrams into `exit` until the connection ends; `probes` are the
+/// sending end's controllers.
 async fn receive(
     conn: noq::Connection,
     path: usize,
-    far: Arc<Mutex<FarEnd>>,
+    exit: Exit,
     probes: Vec<CcProbe>,
     epoch: Instant,
 ) {
     while let Ok(datagram) = conn.read_datagram().await {
         let now = ns_since(epoch);
         let spread = spread(&probes);
-        lock(&far).arrive(now, path, &datagram, spread);
+        let mut far = lock(&exit.far);
+        far.arrive(now, path, &datagram, spread);
+        exit.hand_over(far);
     }
 }
 
-/// Fires the reordering stage's idle expiry when it is due.
-async fn expire(far: Arc<Mutex<FarEnd>>, epoch: Instant) {
+/// Fires each direction's reordering stage's idle expiry when it is due.
+async fn expire(exits: [Exit; 2], epoch: Instant) {
     let mut tick = tokio::time::interval(EXPIRY_TICK);
     loop {
         tick.tick().await;
         let now = ns_since(epoch);
-        let mut f = lock(&far);
-        if f.deadline().is_some_and(|d| d <= now) {
-            f.expire(now);
+        for exit in &exits {
+            let mut f = lock(&exit.far);
+            if f.deadline().is_some_and(|d| d <= now) {
+                f.expire(now);
+            }
+            exit.hand_over(f);
         }
     }
 }
@@ -746,78 +1070,81 @@ impl Signal {
     }
 }
 
-/// What the entry's thread hands back: the paths, the entry's counters, the packets still
-/// queued, and how late the source's packets entered (ns).
-type EntryResult = Result<(Vec<EntryPath>, EntryCounts, usize, Histogram), String>;
+/// What the entries' thread hands back: both directions (their entries closed), and how late
+/// the constant-rate source's packets entered (ns).
+type EntryResult = Result<([Direction; 2], Histogram), String>;
 
-/// The constant-rate source feeding the entry for the run's duration, and the entry handing
-/// packets to the paths, on a thread of their own (a packet enters at its due time to the
-/// microsecond, where the async runtime's timers have a millisecond's grain); returns what
-/// [`EntryResult`] says, or why a path refused a packet (a lost connection is counted, not an
-/// error).
+/// The constant-rate source, if the run has one, feeding the entry for the run's duration,
+/// and both directions' entries handing packets to their paths, on a thread of their own (a
+/// packet enters at its due time to the microsecond, where the async runtime's timers have a
+/// millisecond's grain); returns what [`EntryResult`] says, or why a path refused a packet (a
+/// lost connection is counted, not an error).
 fn source(
     spec: &TunnelSpec,
-    mut paths: Vec<EntryPath>,
+    mut directions: [Direction; 2],
     signal: &Signal,
     epoch: Instant,
 ) -> EntryResult {
     emulator::set_fine_timer_slack();
-    let gap = spec
-        .rate
-        .time_for(spec.payload as u64)
-        .unwrap_or(Duration::MAX);
     let window = spec.clock().window();
-    let mut entry = Entry::new(spec.scheduler, spec.queue, window.clone());
     let mut lateness = Histogram::default();
     let end = epoch + spec.duration;
-    let mut next = Instant::now();
+    // The source's first packet is due now, and one every `gap`; a reliable flow's packets
+    // enter when it sends them.
+    let (gap, mut next) = match spec.source {
+        Source::Cbr { rate, payload } => (
+            rate.time_for(payload as u64).unwrap_or(Duration::MAX),
+            Instant::now(),
+        ),
+        Source::Reliable { .. } => (Duration::ZERO, end),
+    };
     while Instant::now() < end {
         signal.wait_until(next.min(end));
         let now = Instant::now();
         while next <= now && next < end {
             // A packet enters at its due time; how late the thread took it is measured.
-            entry.enter(next.duration_since(epoch).as_nanos() as u64);
+            let at = next.duration_since(epoch).as_nanos() as u64;
+            lock(&directions[0].entry).enter(at, spec.packet_size, Vec::new());
             lateness.record(now.duration_since(next).as_nanos() as u64);
             next += gap;
         }
-        drain(spec, &window, &mut entry, &mut paths)?;
+        for d in &mut directions {
+            drain(spec, &window, d)?;
+        }
     }
-    let queued = entry.queued();
-    Ok((paths, entry.counts, queued, lateness))
+    for d in &directions {
+        lock(&d.entry).close();
+    }
+    Ok((directions, lateness))
 }
 
-/// The entry gives what it can to the paths, counting apart the packets that entered in
-/// `window`.
-fn drain(
-    spec: &TunnelSpec,
-    window: &RangeInclusive<u64>,
-    entry: &mut Entry,
-    paths: &mut [EntryPath],
-) -> Result<(), String> {
+/// A direction's entry gives what it can to its paths, counting apart the packets that entered
+/// in `window`.
+fn drain(spec: &TunnelSpec, window: &RangeInclusive<u64>, d: &mut Direction) -> Result<(), String> {
     let packet = spec.quic_packet_size() as u64;
     let datagram = (spec.packet_size + HEADER) as u64;
-    let views = &*paths;
-    let mut sent = vec![[0u64; 2]; paths.len()];
+    let views = &d.paths;
+    let mut sent = vec![[0u64; 2]; views.len()];
     let mut refused = None;
-    entry.drain(
+    lock(&d.entry).drain(
         || views.iter().map(|p| p.view(packet, datagram)).collect(),
-        |k, h| match views[k]
-            .conn
-            .send_datagram(h.datagram(spec.packet_size).into())
-        {
-            Ok(()) => {
-                sent[k][0] += 1;
-                sent[k][1] += u64::from(window.contains(&h.entered_ns));
-                true
-            }
-            Err(noq::SendDatagramError::ConnectionLost(_)) => false,
-            Err(e) => {
-                refused = Some(format!("path {}: {e}", spec.paths[k].name));
-                false
+        |k, p| {
+            let bytes = p.header.datagram(p.carried, &p.payload);
+            match views[k].conn.send_datagram(bytes.into()) {
+                Ok(()) => {
+                    sent[k][0] += 1;
+                    sent[k][1] += u64::from(window.contains(&p.header.entered_ns));
+                    true
+                }
+                Err(noq::SendDatagramError::ConnectionLost(_)) => false,
+                Err(e) => {
+                    refused = Some(format!("path {}: {e}", spec.paths[k].name));
+                    false
+                }
             }
         },
     );
-    for (p, [all, in_window]) in paths.iter_mut().zip(sent) {
+    for (p, [all, in_window]) in d.paths.iter_mut().zip(sent) {
         p.sent += all;
         p.sent_window += in_window;
     }
@@ -881,16 +1208,16 @@ struct PathEnd<'a> {
 async fn finish_path(
     spec: &TunnelSpec,
     k: usize,
-    (e, f): (EntryPath, FarPath),
+    (e, side, f): (EntryPath, PathSide, FarPath),
     end: PathEnd<'_>,
     far: &FarEnd,
 ) -> Result<PathReport, String> {
     let meter = &far.paths[k];
     let trace = meter.series(&spec.paths[k].name, &spec.clock());
-    let cc = e.probe.sample().map(|s| s.counters).unwrap_or_default();
-    let rtt = e.probe.rtt_histogram().unwrap_or_default();
-    e.conn.close(0u32.into(), b"done");
-    drop(e.conn);
+    let cc = side.probe.sample().map(|s| s.counters).unwrap_or_default();
+    let rtt = side.probe.rtt_histogram().unwrap_or_default();
+    side.conn.close(0u32.into(), b"done");
+    drop(side.conn);
     release(e.endpoint).await?;
     release(f.endpoint).await?;
     let emulator = match Arc::try_unwrap(f.emulator) {
@@ -914,9 +1241,9 @@ async fn finish_path(
         controller: end.controller,
         window_bytes: meter.window_bytes,
         latency: meter.latency.clone(),
-        sent: e.sent,
+        sent: side.sent,
         arrived: far.arrived.get(k).copied().unwrap_or(0),
-        window: [e.sent_window, meter.window_packets],
+        window: [side.sent_window, meter.window_packets],
         cc,
         rtt,
         lost: end.lost,

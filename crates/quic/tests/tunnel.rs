@@ -7,7 +7,7 @@
 use kleinrock_cc::multipath::reorder::ReorderConfig;
 use kleinrock_cc::multipath::scheduler::SchedulerKind;
 use kleinrock_cc::{Params, Rate};
-use kleinrock_quic::tunnel::{run_with, PathEnds, PathSpec, TunnelSpec};
+use kleinrock_quic::tunnel::{run_with, PathEnds, PathSpec, Source, TunnelSpec};
 use kleinrock_sim::{BufferLimit, LinkConfig};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
@@ -41,9 +41,11 @@ fn spec() -> TunnelSpec {
         scheduler: SchedulerKind::Srtt,
         reorder: ReorderConfig::default(),
         queue: 5,
-        rate: Rate::from_bits_per_sec(8e6),
+        source: Source::Cbr {
+            rate: Rate::from_bits_per_sec(8e6),
+            payload: 1160,
+        },
         packet_size: 1200,
-        payload: 1160,
         duration: Duration::from_secs(3),
         warmup: Duration::from_secs(1),
         trace_interval: Duration::from_millis(100),

@@ -22,14 +22,27 @@ pub struct EntryCounts {
     pub send_failures: u64,
 }
 
+/// A packet in the entry's queue: its header, the carried packet's size, and its UDP payload
+/// (empty for a constant-rate source's, which carry nothing).
+pub struct Packet {
+    /// The tunnel's header.
+    pub header: Header,
+    /// Bytes of the carried packet.
+    pub carried: usize,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
 /// The entry of one direction.
 pub struct Entry {
     scheduler: Scheduler,
-    queue: VecDeque<Header>,
+    queue: VecDeque<Packet>,
     capacity: usize,
     next_overall: u64,
     picks: Vec<usize>,
     window: RangeInclusive<u64>,
+    /// Whether the run is over: nothing enters any more.
+    closed: bool,
     /// Counters.
     pub counts: EntryCounts,
 }
@@ -45,22 +58,33 @@ impl Entry {
             next_overall: 0,
             picks: Vec::new(),
             window,
+            closed: false,
             counts: EntryCounts::default(),
         }
     }
 
-    /// A packet enters at `now` (ns since the tunnel's start); `false` if the queue was full
-    /// and it was dropped. As in the simulator, only a queued packet takes an overall number.
-    pub fn enter(&mut self, now: u64) -> bool {
+    /// A packet of `carried` bytes with `payload` at its end enters at `now` (ns since the
+    /// tunnel's start); `false` if the queue was full and it was dropped, or the entry closed
+    /// (then it is not counted). As in the simulator, only a queued packet takes an overall
+    /// number.
+    pub fn enter(&mut self, now: u64, carried: usize, payload: Vec<u8>) -> bool {
+        if self.closed {
+            return false;
+        }
         self.counts.entered += 1;
         self.counts.entered_window += u64::from(self.window.contains(&now));
         if self.queue.len() >= self.capacity {
             self.counts.queue_drops += 1;
             return false;
         }
-        self.queue.push_back(Header {
+        let header = Header {
             overall: self.next_overall,
             entered_ns: now,
+        };
+        self.queue.push_back(Packet {
+            header,
+            carried,
+            payload,
         });
         self.next_overall += 1;
         true
@@ -71,21 +95,28 @@ impl Entry {
         self.queue.len()
     }
 
+    /// The run is over: from now on nothing enters, and the counts stay as they are.
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
     /// Gives queued packets to the paths the scheduler picks while it picks one; `observe`
     /// gives the paths' views before each packet, `send` hands a packet to a path and says
     /// whether the path took it.
     pub fn drain(
         &mut self,
         mut observe: impl FnMut() -> Vec<SubflowView>,
-        mut send: impl FnMut(usize, &Header) -> bool,
+        mut send: impl FnMut(usize, &Packet) -> bool,
     ) {
-        while let Some(&head) = self.queue.front() {
+        while !self.queue.is_empty() {
             let views = observe();
             self.scheduler.pick(&views, &mut self.picks);
             if self.picks.is_empty() {
                 return;
             }
-            self.queue.pop_front();
+            let Some(head) = self.queue.pop_front() else {
+                return;
+            };
             self.counts.scheduled += 1;
             for &path in &self.picks {
                 if !send(path, &head) {
@@ -117,7 +148,7 @@ mod tests {
         let pipes = std::cell::Cell::new([0u64, 0]);
         let mut sent = Vec::new();
         for t in 0..6 {
-            e.enter(t);
+            e.enter(t, 1000, Vec::new());
             e.drain(
                 || {
                     let [a, b] = pipes.get();
@@ -127,7 +158,7 @@ mod tests {
                     let mut now = pipes.get();
                     now[p] += 1;
                     pipes.set(now);
-                    sent.push((p, h.overall));
+                    sent.push((p, h.header.overall));
                     true
                 },
             );
@@ -138,5 +169,8 @@ mod tests {
         assert_eq!(e.counts.entered, 6);
         assert_eq!(e.counts.scheduled, 3);
         assert_eq!(e.counts.entered_window, 4);
+        e.close();
+        assert!(!e.enter(7, 1000, Vec::new()));
+        assert_eq!(e.counts.entered, 6, "a closed entry counts nothing");
     }
 }

@@ -2,16 +2,19 @@
 //! ([`kleinrock_cc::multipath::reorder`], the simulator's own) restoring the overall order.
 //! Time is passed in (ns since the tunnel's start), as in the simulator.
 
+use super::wire::{HEADER, STAND_IN};
 use kleinrock_cc::multipath::reorder::{Fate, LatencySpread, Reorder, ReorderConfig};
 use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::trace::Series;
 use std::ops::RangeInclusive;
 
-/// A packet in the reordering stage: its entry time and carried bytes.
-#[derive(Clone, Copy, Debug)]
+/// A packet in the reordering stage: its entry time, carried bytes, and the carried packet's
+/// UDP payload (empty where the direction carries none).
+#[derive(Clone, Debug)]
 struct Item {
     entered_ns: u64,
     bytes: usize,
+    payload: Vec<u8>,
 }
 
 /// Bytes and latencies per trace interval, and over the measurement window.
@@ -30,7 +33,7 @@ pub struct Meter {
 }
 
 impl Meter {
-    fn record(&mut self, at: &Clock, now: u64, item: Item) {
+    fn record(&mut self, at: &Clock, now: u64, item: &Item) {
         let k = (now / at.interval_ns) as usize;
         if self.bytes.len() <= k {
             self.bytes.resize(k + 1, 0);
@@ -118,8 +121,12 @@ pub struct FarCounts {
 /// The far end of one direction.
 pub struct FarEnd {
     clock: Clock,
+    /// Whether the carried packets' payloads are kept for [`FarEnd::take_forwarded`].
+    carries: bool,
     reorder: Reorder<Item>,
     released: Vec<(Item, Fate)>,
+    /// Payloads forwarded and not yet taken.
+    outbox: Vec<Vec<u8>>,
     /// Per path, what arrived at the path's far end (before reordering).
     pub paths: Vec<Meter>,
     /// What was forwarded (after reordering).
@@ -131,12 +138,15 @@ pub struct FarEnd {
 }
 
 impl FarEnd {
-    /// A far end of `paths` paths with reordering `cfg`.
-    pub fn new(cfg: ReorderConfig, paths: usize, clock: Clock) -> Self {
+    /// A far end of `paths` paths with reordering `cfg`; with `carries`, it keeps each
+    /// forwarded packet's UDP payload (after the [`STAND_IN`]) for [`FarEnd::take_forwarded`].
+    pub fn new(cfg: ReorderConfig, paths: usize, clock: Clock, carries: bool) -> Self {
         FarEnd {
             clock,
+            carries,
             reorder: Reorder::new(cfg),
             released: Vec::new(),
+            outbox: Vec::new(),
             paths: (0..paths).map(|_| Meter::default()).collect(),
             forwarded: Meter::default(),
             counts: FarCounts::default(),
@@ -152,11 +162,16 @@ impl FarEnd {
             return;
         };
         self.arrived[path] += 1;
+        let payload = match datagram.get(HEADER + STAND_IN..) {
+            Some(p) if self.carries => p.to_vec(),
+            _ => Vec::new(),
+        };
         let item = Item {
             entered_ns: header.entered_ns,
             bytes,
+            payload,
         };
-        self.paths[path].record(&self.clock, now, item);
+        self.paths[path].record(&self.clock, now, &item);
         let mut out = std::mem::take(&mut self.released);
         self.reorder
             .on_arrival(now, header.overall, item, spread, &mut out);
@@ -182,13 +197,21 @@ impl FarEnd {
         self.reorder.buffered()
     }
 
+    /// The payloads forwarded since the last call, in order.
+    pub fn take_forwarded(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.outbox)
+    }
+
     fn settle(&mut self, now: u64, out: &mut Vec<(Item, Fate)>) {
         for (item, fate) in out.drain(..) {
             match fate {
                 Fate::InOrder | Fate::Late => {
                     self.counts.forwarded += 1;
                     self.counts.forwarded_late += u64::from(fate == Fate::Late);
-                    self.forwarded.record(&self.clock, now, item);
+                    self.forwarded.record(&self.clock, now, &item);
+                    if self.carries {
+                        self.outbox.push(item.payload);
+                    }
                 }
                 Fate::DroppedLate => self.counts.reorder_drops += 1,
                 Fate::DroppedDuplicate => self.counts.duplicates += 1,
@@ -219,7 +242,7 @@ mod tests {
             overall,
             entered_ns,
         }
-        .datagram(1000)
+        .datagram(1000, &[])
     }
 
     #[test]
@@ -230,12 +253,16 @@ mod tests {
             },
             ..ReorderConfig::default()
         };
-        let mut far = FarEnd::new(cfg, 2, clock());
+        let mut far = FarEnd::new(cfg, 2, clock(), false);
         let spread = LatencySpread::default();
         far.arrive(5_000_000, 1, &datagram(1, 1_000_000), spread);
         assert_eq!(far.counts.forwarded, 0, "1 waits for 0");
         far.arrive(6_000_000, 0, &datagram(0, 0), spread);
         assert_eq!(far.counts.forwarded, 2);
+        assert!(
+            far.take_forwarded().is_empty(),
+            "this direction carries no payload"
+        );
         assert_eq!(far.paths[0].window_bytes, 1000);
         assert_eq!(far.paths[1].window_bytes, 1000);
         assert_eq!(far.forwarded.window_bytes, 2000);
@@ -249,5 +276,32 @@ mod tests {
         };
         let s = far.paths[0].series("p", &two);
         assert_eq!(s.column("rx_rate_bps"), Some(&[80_000.0, 0.0][..]));
+    }
+
+    #[test]
+    fn a_carrying_far_end_hands_over_the_payloads_in_order_once() {
+        let cfg = ReorderConfig {
+            kind: ReorderKind::ActiveFixed {
+                timeout_ns: 15_000_000,
+            },
+            ..ReorderConfig::default()
+        };
+        let mut far = FarEnd::new(cfg, 1, clock(), true);
+        for overall in [1u64, 0] {
+            let h = Header {
+                overall,
+                entered_ns: 0,
+            };
+            let payload = [overall as u8; 3];
+            far.arrive(
+                1_000,
+                0,
+                &h.datagram(STAND_IN + 3, &payload),
+                Default::default(),
+            );
+        }
+        assert_eq!(far.take_forwarded(), [vec![0u8; 3], vec![1; 3]]);
+        assert!(far.take_forwarded().is_empty());
+        assert_eq!(far.forwarded.window_bytes, 2 * (STAND_IN as u64 + 3));
     }
 }

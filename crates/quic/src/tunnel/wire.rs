@@ -9,6 +9,10 @@ use std::time::Duration;
 
 /// Bytes of the header.
 pub const HEADER: usize = 12;
+/// Bytes in front of a carried UDP payload that stand for its IPv4 and UDP headers (zeros), so
+/// that a carried packet has the size it would have in a tunnel of IP packets, as the
+/// simulator counts it.
+pub const STAND_IN: usize = 28;
 /// The longest run whose entry times do not wrap.
 pub const MAX_RUN: Duration = Duration::from_secs(3600);
 
@@ -22,12 +26,16 @@ pub struct Header {
 }
 
 impl Header {
-    /// The datagram of this header followed by `carried` bytes of the carried packet.
-    pub fn datagram(&self, carried: usize) -> Vec<u8> {
-        let mut d = vec![0u8; HEADER + carried];
+    /// The datagram of this header followed by `carried` bytes of the carried packet: zeros,
+    /// then `payload` at the end (the carried packet's UDP payload; empty for a constant-rate
+    /// source's packets, which carry nothing).
+    pub fn datagram(&self, carried: usize, payload: &[u8]) -> Vec<u8> {
+        let mut d = vec![0u8; HEADER + carried.max(payload.len())];
         d[..8].copy_from_slice(&self.overall.to_be_bytes());
         let micros = (self.entered_ns / 1_000) as u32;
         d[8..HEADER].copy_from_slice(&micros.to_be_bytes());
+        let start = d.len() - payload.len();
+        d[start..].copy_from_slice(payload);
         d
     }
 
@@ -54,12 +62,17 @@ mod tests {
             overall: 0x0102_0304_0506_0708,
             entered_ns: 4_321_987_654,
         };
-        let d = h.datagram(1448);
+        let d = h.datagram(1448, &[7, 8]);
         assert_eq!(d.len(), HEADER + 1448);
         let (back, carried) = Header::parse(&d).expect("a whole header");
         assert_eq!(back.overall, h.overall);
         assert_eq!(back.entered_ns, 4_321_987_000);
         assert_eq!(carried, 1448);
+        assert_eq!(
+            &d[d.len() - 3..],
+            &[0, 7, 8],
+            "the payload ends the datagram"
+        );
         assert_eq!(Header::parse(&d[..HEADER - 1]), None);
     }
 }
