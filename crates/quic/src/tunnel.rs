@@ -37,6 +37,7 @@ use crate::emulator::{
 };
 use crate::endpoint::{self, Error, SERVER_NAME};
 use crate::lock;
+use crate::timers::FineRuntime;
 use crate::trace::ProbeRecorder;
 use entry::Entry;
 pub use entry::EntryCounts;
@@ -927,7 +928,8 @@ fn gated_endpoint(server: Option<ServerConfig>, gate: Arc<Gate>) -> Result<noq::
         endpoint::endpoint_config()?,
         server,
         Box::new(socket),
-        Arc::new(noq::TokioRuntime),
+        // noq's pacer and ACK timers to tens of microseconds (docs/quic.md, "Fine timers").
+        Arc::new(FineRuntime),
     )
     .map_err(endpoint::io("starting the QUIC endpoint"))
 }
