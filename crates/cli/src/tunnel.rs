@@ -567,6 +567,7 @@ pub fn run(args: TunnelArgs) -> Result<(), String> {
                 "far_end": report.garbage.far_end,
             },
             "send_failures": report.entry.send_failures,
+            "source_realtime": report.source_realtime,
             "checks": checks.json(),
         });
         crate::emit(&format!("{value:#}\n"));
@@ -600,10 +601,16 @@ fn notes(spec: &TunnelSpec, report: &TunnelReport) -> String {
         .collect();
     format!(
         "bytes per tunnel packet on the wire (IPv4 to AEAD tag), as the emulators counted: {}; \
-         the simulator's QUIC tunnel counts {}\n{garbage}; the source's lateness p99 {:.0} us\n",
+         the simulator's QUIC tunnel counts {}\n{garbage}; the source's lateness p99 {:.0} us \
+         ({})\n",
         wire.join(", "),
         spec.packet_size as u32 + kleinrock_lab::tunnel::QUIC_HEADER,
         report.source_lateness.quantile(0.99).unwrap_or(0.0) / 1e3,
+        if report.source_realtime {
+            "its thread at real-time priority"
+        } else {
+            "its thread at normal priority: the process may not use SCHED_FIFO"
+        },
     )
 }
 

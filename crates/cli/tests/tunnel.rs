@@ -11,8 +11,9 @@
 //! sample an application-limited flow ever took, ends 15-130 % above the simulator's, and after
 //! ProbeRTT its window follows it: 20.4-25.2 ms against 20.5 in 20 of 22 valid runs, 39.7 and
 //! 47 ms in two; 20.4-22.9 in 9 of 16 later runs and 27.7-47.1 in 7; with the tunnel's
-//! endpoints on fine timers 20.4-25.2 in 15 of 17 and 43.4 and 47.1 in two (docs/mpdccp.md, "A
-//! QUIC tunnel"), so that point of the issue is not met. Each run is 20 s of real time through
+//! endpoints on fine timers 20.4-25.2 in 15 of 17 and 43.4 and 47.1 in two; with the entry's
+//! thread at real-time priority and woken lock-free 20.4-25.2 in 28 of 30, 27.6 and 37.4 in two
+//! (docs/mpdccp.md, "A QUIC tunnel"), so that point of the issue is not met. Each run is 20 s of real time through
 //! two emulators; they run one after the other, and a run whose emulator or source fell behind
 //! fails with the reason, never passes.
 

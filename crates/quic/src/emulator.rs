@@ -654,7 +654,7 @@ pub(crate) fn set_fine_timer_slack() {
 /// (root or `CAP_SYS_NICE`); returns whether it did. The relay sleeps in `ppoll` whenever it
 /// is idle, and the kernel's real-time throttling (`sched_rt_runtime_us`, 95 % by default)
 /// keeps even a flooded relay from taking a whole CPU.
-fn try_realtime() -> bool {
+pub(crate) fn try_realtime() -> bool {
     #[cfg(target_os = "linux")]
     {
         let param = libc::sched_param { sched_priority: 1 };

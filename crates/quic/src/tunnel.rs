@@ -55,7 +55,8 @@ use kleinrock_sim::LinkConfig;
 use noq::{ClientConfig, MtuDiscoveryConfig, PathId, ServerConfig, TransportConfig};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::ops::RangeInclusive;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use wire::{HEADER, STAND_IN};
@@ -286,6 +287,9 @@ pub struct TunnelReport {
     pub garbage: Garbage,
     /// How late the source's packets entered the tunnel, ns (a constant-rate source's).
     pub source_lateness: Histogram,
+    /// Whether the source's and entries' thread ran at real-time priority (`SCHED_FIFO` 1,
+    /// where the process may, as the emulator's relay does).
+    pub source_realtime: bool,
     /// The direction back.
     pub backward: Backward,
     /// The reliable flow inside, if the source was one.
@@ -660,9 +664,13 @@ pub async fn run_with(
     let entries_in = [directions[0].entry.clone(), directions[1].entry.clone()];
     let thread_spec = spec.clone();
     let thread_signal = signal.clone();
-    let source_thread = tokio::task::spawn_blocking(move || {
-        source(&thread_spec, directions, &thread_signal, epoch)
-    });
+    let (done, finished) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("tunnel-entry".into())
+        .spawn(move || {
+            let _ = done.send(source(&thread_spec, directions, &thread_signal, epoch));
+        })
+        .map_err(|e| format!("starting the entry's thread: {e}"))?;
     let flow = match &spec.source {
         Source::Reliable { cc, params } => {
             let inner = InnerSpec {
@@ -687,23 +695,23 @@ pub async fn run_with(
                     for t in &tasks {
                         t.abort();
                     }
-                    source_thread.abort();
+                    signal.stop();
                     return Err(e);
                 }
             }
         }
         Source::Cbr { .. } => None,
     };
-    let sent = source_thread
+    let sent = finished
         .await
-        .map_err(|e| format!("the entry stopped: {e}"))
+        .map_err(|_| "the entry's thread stopped".to_string())
         .and_then(|r| r);
     if sent.is_err() {
         for t in &tasks {
             t.abort();
         }
     }
-    let (directions, source_lateness) = sent?;
+    let (directions, source_lateness, source_realtime) = sent?;
     let window = window.await.unwrap_or_default();
     tokio::time::sleep(DRAIN).await;
     let flow = match flow {
@@ -765,6 +773,7 @@ pub async fn run_with(
         buffered_at_end: far.buffered() as u64,
         garbage,
         source_lateness,
+        source_realtime,
         backward: backward_report,
         flow,
     })
@@ -1042,45 +1051,61 @@ async fn expire(exits: [Exit; 2], epoch: Instant) {
     }
 }
 
-/// Wakes the entry's thread: after an ACK or congestion event of a path.
+/// Wakes the entry's thread: after an ACK or congestion event of a path, a packet of the
+/// flow inside, or to stop it early. Lock-free: it is raised from inside noq's connection locks
+/// on the runtime's threads, and a raiser preempted while holding a lock would stall the
+/// entry's thread behind it, whatever that thread's priority.
 #[derive(Default)]
 struct Signal {
-    raised: Mutex<bool>,
-    cv: Condvar,
+    raised: AtomicBool,
+    stop: AtomicBool,
+    /// The entry's thread, once it waits.
+    waiter: OnceLock<std::thread::Thread>,
 }
 
 impl Signal {
     fn raise(&self) {
-        *lock(&self.raised) = true;
-        self.cv.notify_one();
+        self.raised.store(true, Ordering::Release);
+        if let Some(t) = self.waiter.get() {
+            t.unpark();
+        }
     }
 
-    /// Waits until raised or until `deadline`, and lowers the signal.
+    /// The run failed: the thread returns at its next wake-up.
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.raise();
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Waits, on the entry's thread, until raised or until `deadline`, and lowers the signal.
     fn wait_until(&self, deadline: Instant) {
-        let mut raised = lock(&self.raised);
-        while !*raised {
+        let _ = self.waiter.set(std::thread::current());
+        while !self.raised.swap(false, Ordering::Acquire) {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                break;
+                return;
             };
-            raised = self
-                .cv
-                .wait_timeout(raised, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            std::thread::park_timeout(left);
         }
-        *raised = false;
     }
 }
 
-/// What the entries' thread hands back: both directions (their entries closed), and how late
-/// the constant-rate source's packets entered (ns).
-type EntryResult = Result<([Direction; 2], Histogram), String>;
+/// What the entries' thread hands back: both directions (their entries closed), how late the
+/// constant-rate source's packets entered (ns), and whether the thread ran at real-time
+/// priority.
+type EntryResult = Result<([Direction; 2], Histogram, bool), String>;
 
 /// The constant-rate source, if the run has one, feeding the entry for the run's duration,
 /// and both directions' entries handing packets to their paths, on a thread of their own (a
 /// packet enters at its due time to the microsecond, where the async runtime's timers have a
-/// millisecond's grain); returns what [`EntryResult`] says, or why a path refused a packet (a
-/// lost connection is counted, not an error).
+/// millisecond's grain) and at real-time priority where the process may: at normal priority a
+/// wake-up a few milliseconds late now and then enters several packets at once, and one such
+/// burst is the largest delivery-rate sample an application-limited BBR ever takes
+/// (docs/mpdccp.md, "A QUIC tunnel"). Returns what [`EntryResult`] says, or why a path refused
+/// a packet (a lost connection is counted, not an error).
 fn source(
     spec: &TunnelSpec,
     mut directions: [Direction; 2],
@@ -1088,6 +1113,7 @@ fn source(
     epoch: Instant,
 ) -> EntryResult {
     emulator::set_fine_timer_slack();
+    let realtime = emulator::try_realtime();
     let window = spec.clock().window();
     let mut lateness = Histogram::default();
     let end = epoch + spec.duration;
@@ -1100,7 +1126,7 @@ fn source(
         ),
         Source::Reliable { .. } => (Duration::ZERO, end),
     };
-    while Instant::now() < end {
+    while Instant::now() < end && !signal.stopped() {
         signal.wait_until(next.min(end));
         let now = Instant::now();
         while next <= now && next < end {
@@ -1117,7 +1143,7 @@ fn source(
     for d in &directions {
         lock(&d.entry).close();
     }
-    Ok((directions, lateness))
+    Ok((directions, lateness, realtime))
 }
 
 /// A direction's entry gives what it can to its paths, counting apart the packets that entered
