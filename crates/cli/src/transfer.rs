@@ -130,8 +130,8 @@ fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
     if flow.forward.len() != 1 || flow.reverse.len() != 1 {
         return Err("a transfer flow crosses one link each way".into());
     }
-    match flow.transport {
-        FlowTransport::Reliable { .. } => {}
+    match &flow.transport {
+        FlowTransport::Reliable { transport, .. } => noq_acks(transport)?,
         FlowTransport::Dccp { .. } => {
             return Err("a DCCP flow is simulator-only: the real datapath is QUIC".into())
         }
@@ -155,6 +155,24 @@ fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
     }
     live::factory(&s, timestamps)?;
     Ok(s)
+}
+
+/// Refuses ACK settings the real datapath cannot follow: noq's receiver acknowledges every
+/// second packet or after 25 ms, in ACKs of the size their ranges need.
+fn noq_acks(t: &kleinrock_sim::TransportConfig) -> Result<(), String> {
+    let d = kleinrock_sim::TransportConfig::default();
+    let fields = [
+        ("max_ack_delay", t.max_ack_delay != d.max_ack_delay),
+        ("ack_every", t.ack_every != d.ack_every),
+        ("ack_size", t.ack_size != d.ack_size),
+    ];
+    match fields.iter().find(|(_, changed)| *changed) {
+        Some((name, _)) => Err(format!(
+            "flows[0].{name}: simulator-only; noq's receiver acknowledges every second packet \
+             or after 25 ms (remove it to run the transfer for real)"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// What a real transfer measured.
@@ -638,5 +656,24 @@ mod tests {
             transfers > 100,
             "only {transfers} shipped points are transfers"
         );
+    }
+
+    #[test]
+    fn ack_settings_noq_does_not_follow_are_refused_by_name() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/demo.toml");
+        for field in ["max_ack_delay=200ms", "ack_every=4", "ack_size=54"] {
+            let sets = [
+                "flows.0.size=5MB".into(),
+                "flows.0.delayed_ack=true".into(),
+                format!("flows.0.{field}"),
+            ];
+            let set = load(&file, &sets).expect("loads");
+            let name = field.split('=').next().expect("a name");
+            let e = transfer_error(&file, &set, 1).expect("refused");
+            assert!(
+                e.starts_with(&format!("flows[0].{name}: simulator-only")),
+                "{e}"
+            );
+        }
     }
 }

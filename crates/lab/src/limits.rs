@@ -148,6 +148,8 @@ pub fn accepted(path: &str) -> Option<&'static str> {
         "max_in_flight" => "a whole number of packets from 1 to 16777216",
         "tx_qlen" => "a whole number of packets from 1 to 10000",
         "ack_ratio" => "a whole number of data packets per ACK from 1 to 10000",
+        "ack_every" => "a whole number of packets per ACK from 1 to 10000",
+        "ack_size" => "a whole number of bytes from 2 to 65535",
         "host_jitter" => "a number from 0 (exactly periodic) to 1",
         "loss" => {
             "a probability between 0 and 1, or { model = \"bernoulli\", p = P } or \
@@ -159,13 +161,16 @@ pub fn accepted(path: &str) -> Option<&'static str> {
         }
         "pacing" | "delayed_ack" | "receive_timestamps" => "true or false",
         "duration" | "warmup" | "trace_interval" | "delay" | "jitter" | "bdp_rtt" | "start"
-        | "stop" | "stagger" | "at" => "a duration with its unit, e.g. \"25ms\" or \"60s\"",
+        | "stop" | "stagger" | "at" | "max_ack_delay" => {
+            "a duration with its unit, e.g. \"25ms\" or \"60s\""
+        }
         "rate" | "host_rate" => "a rate with its unit, e.g. \"10Mbps\", from 1kbps to 1000Gbps",
         "buffer" => "packets (\"100pkt\"), bytes (\"64KB\") or a BDP multiple (\"2bdp\")",
         "size" | "quantum" | "initial_quantum" | "burst" => {
             "a size with its unit, e.g. \"1500B\", \"64KB\" or \"100MB\""
         }
         "name" | "description" | "cc" | "qdisc" | "app" | "transport" | "model" => "a string",
+        "loss_at" => "\"arrival\" or \"delivery\"",
         "path" | "reverse_path" => "a list of link names, e.g. [\"bottleneck\"]",
         "links" => "a list of [[links]] tables",
         "flows" => "a list of [[flows]] tables",

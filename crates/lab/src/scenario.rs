@@ -11,8 +11,8 @@ use kleinrock_cc::{build, BuildError, ControllerConfig, ParamValue, Params, Rate
 use kleinrock_sim::TunnelConfig;
 use kleinrock_sim::{
     AppConfig, ArrivalConfig, BufferLimit, ControllerFactory, DccpConfig, FlowConfig, FlowKind,
-    Interarrival, LinkConfig, LossConfig, ParamChange, PolicerConfig, QdiscConfig, RouteChange,
-    SimConfig, TransportConfig,
+    Interarrival, LinkConfig, LossConfig, LossPoint, ParamChange, PolicerConfig, QdiscConfig,
+    RouteChange, SimConfig, TransportConfig,
 };
 use serde::Deserialize;
 use std::fmt;
@@ -77,6 +77,7 @@ struct LinkSpec {
     initial_quantum: Option<String>,
     bdp_rtt: Option<String>,
     loss: Option<LossSpec>,
+    loss_at: Option<String>,
     policer: Option<PolicerSpec>,
     #[serde(default)]
     rate_schedule: Vec<RateStepSpec>,
@@ -167,6 +168,9 @@ struct FlowSpec {
     host_rate: Option<String>,
     host_jitter: Option<f64>,
     delayed_ack: Option<bool>,
+    max_ack_delay: Option<String>,
+    ack_every: Option<u64>,
+    ack_size: Option<u64>,
     receive_timestamps: Option<bool>,
     #[serde(default)]
     events: Vec<EventSpec>,
@@ -979,6 +983,20 @@ fn resolve_link(
         None => LossConfig::None,
         Some(spec) => field(at("loss"), resolve_loss(spec))?,
     };
+    let loss_at = match (l.loss_at.as_deref(), &l.loss) {
+        (None, _) => LossPoint::Arrival,
+        (Some(_), None) => return Err((at("loss_at"), "only applies with a loss".into())),
+        (Some("arrival"), _) => LossPoint::Arrival,
+        (Some("delivery"), _) => LossPoint::Delivery,
+        (Some(other), _) => {
+            let message = format!(
+                "unknown loss point `{other}`; accepted: arrival (before the queue, the \
+                 default) or delivery (after the queue and the link, as ns-3's receive error \
+                 model)"
+            );
+            return Err((at("loss_at"), message));
+        }
+    };
     let policer = match &l.policer {
         Some(p) => Some(PolicerConfig {
             rate: field(at("policer.rate"), rate_value(&p.rate))?,
@@ -997,6 +1015,7 @@ fn resolve_link(
         delay,
         jitter,
         loss,
+        loss_at,
         policer,
         qdisc,
         buffer,
@@ -1223,8 +1242,38 @@ fn resolve_transport(
         t.host_jitter = j;
     }
     t.delayed_ack = f.delayed_ack.unwrap_or(t.delayed_ack);
+    resolve_acks(f, at, &mut t)?;
     t.receive_timestamps = f.receive_timestamps.unwrap_or(t.receive_timestamps);
     Ok(t)
+}
+
+/// The receiver's ACKs: their size, and with delayed ACKs how many packets and how long they
+/// wait for.
+fn resolve_acks(
+    f: &FlowSpec,
+    at: &dyn Fn(&str) -> String,
+    t: &mut TransportConfig,
+) -> FieldResult<()> {
+    if let Some(size) = f.ack_size {
+        let size = whole_within(size, limits::MIN_PACKET_BYTES, 65_535);
+        t.ack_size = field(at("ack_size"), size)? as u32;
+    }
+    let delaying = [
+        ("max_ack_delay", f.max_ack_delay.is_some()),
+        ("ack_every", f.ack_every.is_some()),
+    ];
+    if let Some((name, _)) = delaying.iter().find(|(_, set)| *set && !t.delayed_ack) {
+        let message = "only applies with delayed_ack = true".to_string();
+        return Err((at(name), message));
+    }
+    if let Some(d) = &f.max_ack_delay {
+        t.max_ack_delay = field(at("max_ack_delay"), delay_value(d))?;
+    }
+    if let Some(n) = f.ack_every {
+        let n = whole_within(n, 1, limits::MAX_ACK_RATIO);
+        t.ack_every = field(at("ack_every"), n)? as u32;
+    }
+    Ok(())
 }
 
 fn resolve_flow(
@@ -1593,8 +1642,11 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
 }
 
 /// The options of the reliable transport that a DCCP flow does not have.
-const RELIABLE_ONLY: [&str; 5] = [
+const RELIABLE_ONLY: [&str; 8] = [
     "delayed_ack",
+    "max_ack_delay",
+    "ack_every",
+    "ack_size",
     "receive_timestamps",
     "host_rate",
     "host_jitter",
@@ -1604,6 +1656,9 @@ const RELIABLE_ONLY: [&str; 5] = [
 fn resolve_dccp(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<FlowTransport> {
     let set = [
         f.delayed_ack.is_some(),
+        f.max_ack_delay.is_some(),
+        f.ack_every.is_some(),
+        f.ack_size.is_some(),
         f.receive_timestamps.is_some(),
         f.host_rate.is_some(),
         f.host_jitter.is_some(),

@@ -118,6 +118,8 @@ fn options_of_the_reliable_transport_and_a_zero_ack_ratio_are_refused() {
     for (line, field) in [
         ("delayed_ack = true", "flows[0].delayed_ack"),
         ("receive_timestamps = false", "flows[0].receive_timestamps"),
+        ("ack_size = 40", "flows[0].ack_size"),
+        ("max_ack_delay = \"200ms\"", "flows[0].max_ack_delay"),
         ("ack_ratio = 0", "flows[0].ack_ratio"),
         ("tx_qlen = 0", "flows[0].tx_qlen"),
         (

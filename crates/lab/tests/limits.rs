@@ -264,6 +264,7 @@ fn every_field_of_the_wrong_type_says_what_it_accepts() {
         ("initial_quantum", "5"),
         ("bdp_rtt", "5"),
         ("loss", "\"0.01\""),
+        ("loss_at", "5"),
         ("policer", "5"),
         ("rate_schedule", "5"),
         ("delay_schedule", "\"x\""),
@@ -284,6 +285,9 @@ fn every_field_of_the_wrong_type_says_what_it_accepts() {
         ("host_rate", "5"),
         ("host_jitter", "\"x\""),
         ("delayed_ack", "\"x\""),
+        ("max_ack_delay", "5"),
+        ("ack_every", "\"2\""),
+        ("ack_size", "-1"),
         ("receive_timestamps", "1"),
         ("events", "5"),
         ("arrivals", "5"),
@@ -359,4 +363,59 @@ fn a_small_window_bound_never_stalls_a_lossy_transfer() {
             flow.delivered_bytes
         );
     }
+}
+
+#[test]
+fn ack_options_are_range_checked_and_delaying_ones_need_delayed_acks() {
+    for field in ["max_ack_delay = \"200ms\"", "ack_every = 4"] {
+        let name = field.split(' ').next().expect("a name");
+        let at = format!("flows[0].{name}");
+        refused(&flow(field), &at, &["delayed_ack = true"]);
+    }
+    let delaying = "delayed_ack = true\n";
+    let words = ["a whole number from 1 to 10000"];
+    refused(
+        &flow(&format!("{delaying}ack_every = 0")),
+        "flows[0].ack_every",
+        &words,
+    );
+    let late = format!("{delaying}max_ack_delay = \"11s\"");
+    refused(&flow(&late), "flows[0].max_ack_delay", &["10s"]);
+    let words = ["a whole number from 2 to 65535"];
+    refused(&flow("ack_size = 1"), "flows[0].ack_size", &words);
+    let set = load(&flow(&format!(
+        "{delaying}max_ack_delay = \"200ms\"\nack_every = 3\nack_size = 54"
+    )))
+    .expect("loads");
+    let kleinrock_lab::scenario::FlowTransport::Reliable { transport, .. } =
+        &set.points[0].flows[0].transport
+    else {
+        panic!("a reliable flow");
+    };
+    assert_eq!(
+        (
+            transport.max_ack_delay.as_millis(),
+            transport.ack_every,
+            transport.ack_size
+        ),
+        (200, 3, 54)
+    );
+}
+
+#[test]
+fn loss_at_names_a_point_and_needs_a_loss() {
+    refused(
+        &link("loss_at = \"delivery\""),
+        "links[0].loss_at",
+        &["only applies with a loss"],
+    );
+    let words = ["`egress`", "arrival", "delivery"];
+    refused(
+        &link("loss = 0.01\nloss_at = \"egress\""),
+        "links[0].loss_at",
+        &words,
+    );
+    let set = load(&link("loss = 0.01\nloss_at = \"delivery\"")).expect("loads");
+    let at = set.points[0].links[0].loss_at;
+    assert_eq!(at, kleinrock_sim::LossPoint::Delivery);
 }

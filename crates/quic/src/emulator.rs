@@ -1363,7 +1363,16 @@ impl Relay {
                 Target::LinkRate(l) => self.links[l as usize].on_rate_step(due, &mut self.events),
                 Target::LinkArrival(l) => {
                     let mut out = std::mem::take(&mut self.out);
-                    self.links[l as usize].take_arrivals(due, &mut out, &mut self.events);
+                    let mut lost = Vec::new();
+                    self.links[l as usize].take_arrivals(
+                        due,
+                        &mut out,
+                        &mut lost,
+                        &mut self.events,
+                    );
+                    for &p in &lost {
+                        self.lose(l as usize, p);
+                    }
                     for &p in &out {
                         self.deliver(l as usize, p, due);
                     }
@@ -1373,6 +1382,19 @@ impl Relay {
                 _ => {}
             }
         }
+    }
+
+    /// Frees slot `p`, whose datagram link `dir`'s loss took on delivery.
+    fn lose(&mut self, dir: usize, p: u32) {
+        let slot = &mut self.slab[p as usize];
+        let data = std::mem::take(&mut slot.data);
+        self.held -= 1;
+        self.held_bytes -= data.len() as u64;
+        self.free.push(p);
+        if let Some(client) = self.clients[slot.client as usize].as_mut() {
+            client.held -= 1;
+        }
+        self.dirs[dir].stats.lost_random += 1;
     }
 
     /// Sends the datagram in slot `p`, which link `dir` delivered at `due`, and frees the slot.
@@ -1472,7 +1494,7 @@ impl Relay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kleinrock_sim::BufferLimit;
+    use kleinrock_sim::{BufferLimit, LossPoint};
 
     fn link(mbps: f64) -> LinkConfig {
         LinkConfig {
@@ -1482,6 +1504,7 @@ mod tests {
             delay: Duration::ZERO,
             jitter: Duration::ZERO,
             loss: LossConfig::None,
+            loss_at: LossPoint::Arrival,
             policer: None,
             qdisc: QdiscConfig::Fifo,
             buffer: BufferLimit::Packets(10),

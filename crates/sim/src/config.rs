@@ -8,6 +8,19 @@ use kleinrock_cc::multipath::scheduler::SchedulerKind;
 use kleinrock_cc::{Controller, ParamValue, Rate};
 use std::time::Duration;
 
+/// Where a link's random loss strikes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LossPoint {
+    /// On arrival, before the policer and the queue: a lost packet never takes buffer or link
+    /// time (netem's loss on the sending side).
+    #[default]
+    Arrival,
+    /// On delivery, after the packet was queued, sent and propagated: it used the buffer and
+    /// the link's capacity and then is lost (ns-3's `ReceiveErrorModel` on the receiving
+    /// device).
+    Delivery,
+}
+
 /// One direction of a link: a transmitter with a queue, followed by a propagation pipe.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkConfig {
@@ -21,8 +34,10 @@ pub struct LinkConfig {
     pub delay: Duration,
     /// Extra delay drawn uniformly from `[0, jitter]` per packet, never reordering packets.
     pub jitter: Duration,
-    /// Random loss applied to packets arriving at the link.
+    /// Random loss of the link's packets.
     pub loss: LossConfig,
+    /// Where that loss strikes.
+    pub loss_at: LossPoint,
     /// A token-bucket policer in front of the queue, if any.
     pub policer: Option<PolicerConfig>,
     /// Queue discipline.
@@ -47,6 +62,7 @@ impl LinkConfig {
             delay,
             jitter: Duration::ZERO,
             loss: LossConfig::None,
+            loss_at: LossPoint::Arrival,
             policer: None,
             qdisc: QdiscConfig::Fifo,
             buffer,
@@ -107,10 +123,14 @@ pub struct TransportConfig {
     pub pacing_ratio_slow_start: f64,
     /// The same in congestion avoidance (Linux `tcp_pacing_ca_ratio`: 1.2).
     pub pacing_ratio: f64,
-    /// Whether the receiver delays ACKs (every 2nd packet or `max_ack_delay`, RFC 9000 §13.2).
+    /// Whether the receiver delays ACKs (every `ack_every`-th packet or `max_ack_delay`,
+    /// RFC 9000 §13.2).
     pub delayed_ack: bool,
     /// Longest time the receiver holds an ACK back.
     pub max_ack_delay: Duration,
+    /// With delayed ACKs, the receiver acknowledges every this many in-order packets (RFC 9000
+    /// §13.2.2 and ns-3's `TcpSocketBase::DelAckCount`: 2).
+    pub ack_every: u32,
     /// Whether ACKs carry receive timestamps, giving controllers one-way-delay samples.
     pub receive_timestamps: bool,
     /// A cap on the mean rate of the paced sender (of each subflow); `None`: no cap. A
@@ -143,6 +163,7 @@ impl Default for TransportConfig {
             pacing_ratio: 1.2,
             delayed_ack: false,
             max_ack_delay: Duration::from_millis(25),
+            ack_every: 2,
             receive_timestamps: true,
             host_rate: None,
             host_jitter: 0.5,

@@ -38,8 +38,8 @@ pub mod tunnel;
 
 pub use config::{
     AppConfig, ArrivalConfig, ControllerFactory, DccpConfig, FlowConfig, FlowKind, Interarrival,
-    LinkConfig, ParamChange, PolicerConfig, RouteChange, SimConfig, TransportConfig, TunnelConfig,
-    TunnelPathConfig,
+    LinkConfig, LossPoint, ParamChange, PolicerConfig, RouteChange, SimConfig, TransportConfig,
+    TunnelConfig, TunnelPathConfig,
 };
 pub use loss::LossConfig;
 pub use network::Simulator;

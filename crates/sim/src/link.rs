@@ -1,9 +1,10 @@
-//! A link: random loss on arrival, a queue, a transmitter at the link's rate, and a
+//! A link: random loss on arrival (or on delivery, after the queue and the pipe), a queue, a
+//! transmitter at the link's rate, and a
 //! propagation pipe that holds packets in a ring buffer with only its head scheduled. At most
 //! one transmit and one arrival event are pending per link. A packet never arrives before the
 //! one ahead of it, whatever jitter or a route change does to its own propagation time.
 
-use crate::config::{LinkConfig, PolicerConfig};
+use crate::config::{LinkConfig, LossPoint, PolicerConfig};
 use crate::events::{EventQueue, Target};
 use crate::loss::LossProcess;
 use crate::queue::{Queue, Queued};
@@ -41,6 +42,7 @@ pub struct Link {
     jitter_ns: u64,
     jitter_rng: ChaCha8Rng,
     loss: LossProcess,
+    loss_at: LossPoint,
     policer: Option<Bucket>,
     queue: Queue,
     in_service: Option<Queued>,
@@ -75,6 +77,7 @@ impl Link {
             jitter_ns: duration_nanos(config.jitter),
             jitter_rng,
             loss: LossProcess::new(config.loss, loss_rng),
+            loss_at: config.loss_at,
             policer: config.policer.map(Bucket::new),
             queue: Queue::new(config.qdisc, config.buffer),
             in_service: None,
@@ -119,7 +122,7 @@ impl Link {
 
     /// Offers a packet to the link at `now`.
     pub fn arrive(&mut self, now: u64, q: Queued, events: &mut EventQueue) -> Admission {
-        if self.loss.drop_next() {
+        if self.loss_at == LossPoint::Arrival && self.loss.drop_next() {
             self.counters.packets_lost_random += 1;
             return Admission::LostRandom;
         }
@@ -180,15 +183,27 @@ impl Link {
         );
     }
 
-    /// Pops the packets of the pipe that arrive at `now` into `out`, and schedules the next.
-    pub fn take_arrivals(&mut self, now: u64, out: &mut Vec<u32>, events: &mut EventQueue) {
+    /// Pops the packets of the pipe that arrive at `now` into `out`, those the loss model takes
+    /// on delivery into `lost`, and schedules the next.
+    pub fn take_arrivals(
+        &mut self,
+        now: u64,
+        out: &mut Vec<u32>,
+        lost: &mut Vec<u32>,
+        events: &mut EventQueue,
+    ) {
         while let Some(&(t, p)) = self.pipe.front() {
             if t > now {
                 events.push(t, Target::LinkArrival(self.id));
                 break;
             }
             self.pipe.pop_front();
-            out.push(p);
+            if self.loss_at == LossPoint::Delivery && self.loss.drop_next() {
+                self.counters.packets_lost_random += 1;
+                lost.push(p);
+            } else {
+                out.push(p);
+            }
         }
     }
 
@@ -339,14 +354,49 @@ mod tests {
         link.set_delay(Duration::from_millis(10));
         link.on_transmitted(2_000_000, &mut events); // packet 1: 12 ms alone, held to 51 ms
         let mut out = Vec::new();
-        link.take_arrivals(12_000_000, &mut out, &mut events);
+        link.take_arrivals(12_000_000, &mut out, &mut Vec::new(), &mut events);
         assert!(out.is_empty(), "packet 1 overtook packet 0");
-        link.take_arrivals(51_000_000, &mut out, &mut events);
+        link.take_arrivals(51_000_000, &mut out, &mut Vec::new(), &mut events);
         assert_eq!(out, [0, 1]);
         link.arrive(60_000_000, q(2), &mut events);
         link.on_transmitted(61_000_000, &mut events);
-        link.take_arrivals(71_000_000, &mut out, &mut events);
+        link.take_arrivals(71_000_000, &mut out, &mut Vec::new(), &mut events);
         assert_eq!(out, [0, 1, 2], "a later packet takes the new delay");
+    }
+
+    #[test]
+    fn loss_on_delivery_takes_packets_that_used_the_queue_and_the_link() {
+        // ns-3's receive error model: a lost packet still took its place in the buffer and its
+        // serialisation time; it is lost where it would have arrived.
+        let rate = Rate::from_bits_per_sec(12e6);
+        let mut config =
+            LinkConfig::drop_tail("l", rate, Duration::from_millis(5), BufferLimit::Packets(1));
+        config.loss = crate::loss::LossConfig::Bernoulli { p: 1.0 };
+        config.loss_at = LossPoint::Delivery;
+        let rng = || ChaCha8Rng::seed_from_u64(1);
+        let mut link = Link::new(0, &config, rng(), rng());
+        let mut events = EventQueue::new();
+        let q = |packet| Queued {
+            packet,
+            size: 1500,
+            class: 0,
+        };
+        assert_eq!(link.arrive(0, q(0), &mut events), Admission::Accepted);
+        assert_eq!(link.arrive(0, q(1), &mut events), Admission::Accepted);
+        assert_eq!(
+            link.arrive(0, q(2), &mut events),
+            Admission::Dropped,
+            "the buffer holds the packets loss will take"
+        );
+        link.on_transmitted(1_000_000, &mut events);
+        link.on_transmitted(2_000_000, &mut events);
+        let (mut out, mut lost) = (Vec::new(), Vec::new());
+        link.take_arrivals(7_000_000, &mut out, &mut lost, &mut events);
+        assert_eq!((out.len(), lost.clone()), (0, vec![0, 1]));
+        let stats = link.finish(7_000_000, 0);
+        assert_eq!(stats.counters.packets_transmitted, 2, "both used the link");
+        assert_eq!(stats.counters.packets_lost_random, 2);
+        assert_eq!(stats.counters.packets_dropped, 1);
     }
 
     #[test]

@@ -316,6 +316,8 @@ pub struct Simulator {
     ack_vectors: Pool<AckVector>,
     outbox: Vec<Packet>,
     arrived: Vec<u32>,
+    /// Scratch: the packets a link's loss took on delivery.
+    lost: Vec<u32>,
     trace: Option<Trace>,
     unfinished: usize,
     processed: u64,
@@ -401,6 +403,7 @@ impl Simulator {
             ack_vectors: Pool::default(),
             outbox: Vec::new(),
             arrived: Vec::new(),
+            lost: Vec::new(),
             trace,
             processed: 0,
             tunnels,
@@ -773,12 +776,18 @@ impl Simulator {
 
     fn on_link_arrival(&mut self, l: u32) {
         let mut arrived = std::mem::take(&mut self.arrived);
-        self.links[l as usize].take_arrivals(self.now, &mut arrived, &mut self.events);
+        let mut lost = std::mem::take(&mut self.lost);
+        self.links[l as usize].take_arrivals(self.now, &mut arrived, &mut lost, &mut self.events);
+        for &idx in &lost {
+            self.lost_on_link(idx);
+        }
         for &idx in &arrived {
             self.forward(idx);
         }
         arrived.clear();
+        lost.clear();
         self.arrived = arrived;
+        self.lost = lost;
     }
 
     /// A packet reached the end of its path.

@@ -1,7 +1,7 @@
 //! The receiving side of one subflow of the reliable transport: packet-number ranges for ACK
 //! frames (pruned below the sender's reported floor), handing stream bytes to the connection's
-//! reassembly, immediate or delayed ACKs (every 2nd packet or max_ack_delay, at once on reordering,
-//! RFC 9000 §13.2.1), and receive timestamps.
+//! reassembly, immediate or delayed ACKs (every `ack_every`-th packet or `max_ack_delay`, at once
+//! on reordering, RFC 9000 §13.2.1), and receive timestamps.
 
 use crate::config::TransportConfig;
 use crate::events::{EventQueue, LazyTimer, Target};
@@ -12,8 +12,6 @@ use kleinrock_cc::controller::units::duration_nanos;
 
 /// Most ranges an ACK frame reports (quinn and other stacks cap theirs similarly).
 const MAX_ACK_RANGES: usize = 64;
-/// ACK after this many ack-eliciting packets when delaying (RFC 9000 §13.2.2).
-const ACK_EVERY: u32 = 2;
 
 /// The receiver of one subflow.
 #[derive(Debug)]
@@ -87,7 +85,7 @@ impl Receiver {
         let queuing_delay = self.queuing_delay(owd);
         self.unacked += 1;
         // RFC 9000 §13.2.1: at once when the packet arrives out of order or opens a gap.
-        if !self.cfg.delayed_ack || !in_order || self.unacked >= ACK_EVERY {
+        if !self.cfg.delayed_ack || !in_order || self.unacked >= self.cfg.ack_every {
             self.send_ack(now, frames, out);
         } else if self.ack_due_ns.is_none() {
             let due = now + duration_nanos(self.cfg.max_ack_delay);

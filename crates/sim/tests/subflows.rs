@@ -79,6 +79,7 @@ fn link(name: &str, qdisc: QdiscConfig, loss: f64) -> LinkConfig {
         } else {
             LossConfig::None
         },
+        loss_at: LossPoint::Arrival,
         policer: None,
         qdisc,
         buffer: BufferLimit::Packets(1000),

@@ -57,6 +57,7 @@ fn link(name: &str, delay_ms: u64, buffer: u64) -> LinkConfig {
         delay: Duration::from_millis(delay_ms),
         jitter: Duration::ZERO,
         loss: LossConfig::None,
+        loss_at: LossPoint::Arrival,
         policer: None,
         qdisc: QdiscConfig::Fifo,
         buffer: BufferLimit::Packets(buffer),
@@ -234,6 +235,71 @@ fn delayed_acks_halve_the_ack_count() {
     let c = &result.flows[0].counters;
     let ratio = c.acks_sent as f64 / c.packets_sent as f64;
     assert!((0.49..0.52).contains(&ratio), "ACKs per packet {ratio}");
+}
+
+#[test]
+fn acks_come_every_ack_every_packets() {
+    // ns-3's TcpSocketBase DelAckCount, set to 4: one ACK per 4 in-order packets, from a
+    // window that is a multiple of 4, so no packet waits for the timer.
+    let t = TransportConfig {
+        delayed_ack: true,
+        ack_every: 4,
+        ..TransportConfig::default()
+    };
+    let (result, _) = run(40, link("fwd", 25, 100), t, BULK);
+    let c = &result.flows[0].counters;
+    let ratio = c.acks_sent as f64 / c.packets_sent as f64;
+    assert!((0.24..0.26).contains(&ratio), "ACKs per packet {ratio}");
+}
+
+#[test]
+fn a_lone_packet_waits_max_ack_delay_for_its_ack() {
+    // RFC 9000 §13.2.1 (ns-3's DelAckTimeout, 200 ms): with a window of one packet no second
+    // packet ever comes, so each ACK leaves max_ack_delay after its packet arrived and each
+    // send waits one round trip (25 + 25 ms and the serialisations) plus that delay.
+    let t = TransportConfig {
+        delayed_ack: true,
+        max_ack_delay: Duration::from_millis(200),
+        ..TransportConfig::default()
+    };
+    let (_, log) = run(1, link("fwd", 25, 100), t, BULK);
+    let sent = &log.lock().unwrap().sent_ns;
+    let gaps: Vec<u64> = sent.windows(2).map(|w| w[1] - w[0]).skip(1).collect();
+    // One 1500-byte packet at 10 Mbit/s (1.2 ms) and one 64-byte ACK (51.2 us).
+    let expected = 250_000_000 + 1_200_000 + 51_200;
+    assert!(gaps.len() > 100);
+    for g in gaps {
+        assert!(
+            g.abs_diff(expected) <= 1_000,
+            "a send {g} ns after the last"
+        );
+    }
+}
+
+#[test]
+fn loss_on_delivery_costs_link_time_and_the_transfer_still_completes() {
+    // 2 % Bernoulli loss before the queue and after the link (ns-3's receive error model),
+    // with a window (20 packets) the 100-packet buffer never drops from: lost on arrival, a
+    // packet never uses the link; lost on delivery, every packet did.
+    let app = AppConfig::Bulk {
+        bytes: Some(1_000_000),
+    };
+    for at in [LossPoint::Arrival, LossPoint::Delivery] {
+        let mut fwd = link("fwd", 25, 100);
+        fwd.loss = LossConfig::Bernoulli { p: 0.02 };
+        fwd.loss_at = at;
+        let (r, _) = run(20, fwd, TransportConfig::default(), app);
+        let c = &r.flows[0].counters;
+        assert_eq!(c.bytes_delivered, 1_000_000, "{at:?}");
+        let l = &r.links[0].counters;
+        assert!(l.packets_lost_random > 0, "{at:?}");
+        assert_eq!(l.packets_dropped, 0, "{at:?}");
+        let on_link = match at {
+            LossPoint::Arrival => c.packets_sent - l.packets_lost_random,
+            LossPoint::Delivery => c.packets_sent,
+        };
+        assert_eq!(l.packets_transmitted, on_link, "{at:?}");
+    }
 }
 
 #[test]
