@@ -65,6 +65,8 @@ pub struct Aimd<R> {
     ssthresh: u64,
     recovery: RecoveryEpoch,
     increase: AdditiveIncrease,
+    /// Grow once per ACK, as ns-3 counts, instead of per acknowledged byte.
+    per_ack: bool,
     rule: R,
 }
 
@@ -84,8 +86,20 @@ impl<R: AimdRule> Aimd<R> {
             ssthresh: INFINITE,
             recovery: RecoveryEpoch::default(),
             increase: AdditiveIncrease::default(),
+            per_ack: false,
             rule,
         }
+    }
+
+    /// With `on`, the window grows once per ACK that acknowledges data, whatever it
+    /// acknowledges, as ns-3's `TcpNewReno` grows it: in slow start by min(acknowledged, MSS)
+    /// (RFC 5681 §3.1 eq. (2); ns-3 `TcpNewReno::SlowStart`), in congestion avoidance by the
+    /// rule's increase for one MSS acknowledged, at least one byte (ns-3
+    /// `TcpNewReno::CongestionAvoidance`: MSS * MSS / cwnd). With delayed ACKs that is about
+    /// half the growth per byte counting gives.
+    pub fn with_per_ack_growth(mut self, on: bool) -> Self {
+        self.per_ack = on;
+        self
     }
 
     fn mode(&self) -> &'static str {
@@ -119,13 +133,26 @@ impl<R: AimdRule> Controller for Aimd<R> {
         }
         if self.cwnd < self.ssthresh {
             // RFC 9002 §7.3.1: slow start, cwnd += acknowledged bytes (RFC 5681 §3.1 eq. (2)
-            // with byte counting).
-            self.cwnd = self.cwnd.saturating_add(ack.acked_bytes);
+            // with byte counting); per ACK, at most one MSS (eq. (2), ns-3).
+            let grow = match self.per_ack {
+                true => ack.acked_bytes.min(self.mss),
+                false => ack.acked_bytes,
+            };
+            self.cwnd = self.cwnd.saturating_add(grow);
+            return;
+        }
+        let rate = self.rule.increase(now, self.cwnd, self.mss);
+        if self.per_ack {
+            // ns-3 `TcpNewReno::CongestionAvoidance`: cwnd += max(1, MSS * MSS / cwnd) per ACK,
+            // truncated to whole bytes (Reno's rate: one MSS per cwnd bytes).
+            let per_mss = u128::from(self.mss) * u128::from(rate.packets) * u128::from(self.mss)
+                / u128::from(rate.per_bytes.max(1));
+            let step = u64::try_from(per_mss).unwrap_or(u64::MAX).max(1);
+            self.cwnd = self.cwnd.saturating_add(step);
             return;
         }
         // The rule's `packets` MSS per `per_bytes` acknowledged, the fraction carried in
         // bytes (RFC 5681 §3.1 eq. (3) generalised; Linux `tcp_cong_avoid_ai`, `snd_cwnd_cnt`).
-        let rate = self.rule.increase(now, self.cwnd, self.mss);
         let credit = ack.acked_bytes.saturating_mul(rate.packets);
         let step = self.increase.on_ack(credit, rate.per_bytes, self.mss);
         self.cwnd = self.cwnd.saturating_add(step);

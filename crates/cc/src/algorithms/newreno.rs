@@ -12,6 +12,10 @@
 //! acknowledged (RFC 9002 §7.3.3, RFC 5681 §3.1 eq. (3)), and the reduction
 //! `ssthresh = cwnd * beta` (RFC 9002 §7.3.2).
 //!
+//! With `per_ack_growth`, the window grows once per ACK as ns-3's `TcpNewReno` grows it
+//! (ns-3.44 `src/internet/model/tcp-congestion-ops.cc`, `SlowStart` and `CongestionAvoidance`),
+//! so that an ns-3 dumbbell can be modelled (docs/newreno.md).
+//!
 //! See `docs/newreno.md` for the equations and every choice made.
 
 use crate::algorithms::aimd::{Aimd, AimdRule, Increase};
@@ -40,6 +44,14 @@ pub const PARAMS: &[ParamSpec] = &[
         default: "the transport's (10)",
         doc: "initial window in packets, a whole number from 1 (RFC 9002 §7.2)",
     },
+    ParamSpec {
+        name: "per_ack_growth",
+        kind: ParamKind::Bool,
+        default: "false",
+        doc: "grow once per ACK as ns-3's TcpNewReno does (slow start min(acked, MSS), \
+              congestion avoidance MSS*MSS/cwnd per ACK) instead of per acknowledged byte \
+              (RFC 9002 §7.3); with delayed ACKs about half as fast",
+    },
 ];
 
 /// Registry entry for `newreno`.
@@ -67,6 +79,7 @@ fn build(
             1,
             MAX_PACKETS,
         )?,
+        per_ack_growth: reader.boolean("per_ack_growth", false),
     };
     Ok(Box::new(NewReno::new(config, params)))
 }
@@ -78,6 +91,8 @@ pub struct NewRenoParams {
     pub beta: f64,
     /// Initial window in packets.
     pub initial_window_packets: u64,
+    /// Grow once per ACK, as ns-3 does ([`Aimd::with_per_ack_growth`]).
+    pub per_ack_growth: bool,
 }
 
 impl NewRenoParams {
@@ -86,6 +101,7 @@ impl NewRenoParams {
         NewRenoParams {
             beta: DEFAULT_BETA,
             initial_window_packets: config.initial_window_packets,
+            per_ack_growth: false,
         }
     }
 }
@@ -127,6 +143,7 @@ impl NewReno {
         // RFC 9002 §7.2: initial window.
         let initial_window = params.initial_window_packets * config.max_datagram_size;
         Aimd::with_initial_window(config, initial_window, RenoRule { beta: params.beta })
+            .with_per_ack_growth(params.per_ack_growth)
     }
 }
 
@@ -171,6 +188,35 @@ mod tests {
         c.on_ack(at(200), &ack(MSS, at(150)));
         assert_eq!(c.state().mode, "congestion_avoidance");
         c
+    }
+
+    /// NewReno growing per ACK, as ns-3's `TcpNewReno`.
+    fn ns3_reno() -> NewReno {
+        let params = NewRenoParams {
+            per_ack_growth: true,
+            ..NewRenoParams::from_config(&config())
+        };
+        NewReno::new(&config(), params)
+    }
+
+    #[test]
+    fn per_ack_growth_counts_acks_not_bytes_as_ns3_does() {
+        // ns-3 TcpNewReno::SlowStart: + one segment per ACK, so delayed ACKs of two segments
+        // grow 10 packets to 15 in a round, not 20 (RFC 5681 §3.1 eq. (2): min(N, SMSS)).
+        let mut c = ns3_reno();
+        for _ in 0..5 {
+            c.on_ack(at(100), &ack(2 * MSS, at(0)));
+        }
+        assert_eq!(c.cwnd(), 15 * MSS);
+        // TcpNewReno::CongestionAvoidance: + MSS * MSS / cwnd per ACK, truncated, whatever it
+        // acknowledges: at 5 MSS, 300 bytes per ACK.
+        let mut c = ns3_reno();
+        c.on_congestion(at(100), &loss(at(50)));
+        c.on_ack(at(200), &ack(2 * MSS, at(150)));
+        assert_eq!(c.cwnd(), 5 * MSS + 300);
+        let w = c.cwnd();
+        c.on_ack(at(300), &ack(2 * MSS, at(250)));
+        assert_eq!(c.cwnd(), w + MSS * MSS / w);
     }
 
     #[test]
