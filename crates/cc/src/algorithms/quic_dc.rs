@@ -18,7 +18,7 @@
 //! This module owns [`QuicDc`] and its [`Signal`]; it registers `quic_dc` and `rtt_dc`. See
 //! `docs/quic_dc.md` for the equations and every choice made.
 
-use crate::algorithms::westwood::{read_old_weight, WestwoodCore};
+use crate::algorithms::westwood::{read_old_weight, BandwidthFilter, WestwoodCore};
 use crate::controller::units::duration_nanos;
 use crate::controller::{
     AckEvent, CongestionEvent, Controller, ControllerConfig, ControllerInfo, ControllerState,
@@ -238,7 +238,7 @@ impl QuicDc {
     /// A controller in slow start with `params`.
     pub fn new(config: &ControllerConfig, params: QuicDcParams) -> Self {
         QuicDc {
-            core: WestwoodCore::new(config, params.bwe_old_weight),
+            core: WestwoodCore::new(config, BandwidthFilter::new(params.bwe_old_weight)),
             signal: params.signal,
             tau: params.tau,
             owqd: OwqdEstimator::new(),

@@ -10,6 +10,10 @@
 //! machinery has no QUIC counterpart, the authors' QUIC port of Westwood+ in mvfst
 //! (b4lt0/qw `Westwood.cpp`) decides.
 //!
+//! With `filter = "tustin"`, the bandwidth filter is ns-3's instead (ns-3.44
+//! `src/internet/model/tcp-westwood-plus.cc`, `TcpWestwoodPlus::EstimateBW`), so that an ns-3
+//! dumbbell can be modelled.
+//!
 //! This module owns [`Westwood`], the bandwidth filter [`BandwidthFilter`] and sampler
 //! [`BandwidthEstimator`], and the core that QUIC-DC (`quic_dc`) extends with its delay signal.
 //! See `docs/westwood.md` for the equations and every choice made.
@@ -31,14 +35,28 @@ pub const MIN_SAMPLE_WINDOW: Duration = Duration::from_millis(50);
 /// Floor of the reaction window in packets (tcp_westwood.c `tcp_westwood_bw_rttmin`: 2).
 const FLOOR_PACKETS: u64 = 2;
 
+/// Weight of the old estimate in ns-3's Tustin filter (ns-3.44 `tcp-westwood-plus.cc`
+/// `TcpWestwoodPlus::EstimateBW`, `ALPHA`: 0.9).
+pub const TUSTIN_OLD_WEIGHT: f64 = 0.9;
+
 /// Parameters Westwood+ accepts.
-pub const PARAMS: &[ParamSpec] = &[ParamSpec {
-    name: "bwe_old_weight",
-    kind: ParamKind::Number,
-    default: "0.875",
-    doc: "weight of the old value in both cascaded low-pass stages of the bandwidth estimate, \
-          0 <= w < 1 (tcp_westwood.c westwood_do_filter: 7/8)",
-}];
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "bwe_old_weight",
+        kind: ParamKind::Number,
+        default: "0.875 (linux), 0.9 (tustin)",
+        doc: "weight of the old value in the bandwidth filter, 0 <= w < 1 (tcp_westwood.c \
+              westwood_do_filter: 7/8 in both cascaded stages; ns-3 TcpWestwoodPlus ALPHA: 0.9)",
+    },
+    ParamSpec {
+        name: "filter",
+        kind: ParamKind::Name,
+        default: "linux",
+        doc: "the bandwidth filter: linux (two cascaded low-pass stages, the first sample \
+              taken raw; tcp_westwood.c) or tustin (ns-3 TcpWestwoodPlus: one stage over the \
+              mean of the last two samples, from zero)",
+    },
+];
 
 /// Registry entry for `westwood`.
 pub const INFO: ControllerInfo = ControllerInfo {
@@ -57,8 +75,17 @@ fn build(
     reader: &ParamReader,
     config: &ControllerConfig,
 ) -> Result<Box<dyn Controller>, ParamError> {
-    let old_weight = read_old_weight(reader, DEFAULT_BWE_OLD_WEIGHT)?;
-    Ok(Box::new(Westwood::new(config, old_weight)))
+    let filter = match reader.name("filter", "linux").as_str() {
+        "linux" => BandwidthFilter::new(read_old_weight(reader, DEFAULT_BWE_OLD_WEIGHT)?),
+        "tustin" => BandwidthFilter::tustin(read_old_weight(reader, TUSTIN_OLD_WEIGHT)?),
+        other => {
+            return Err(ParamError {
+                name: "filter".to_string(),
+                message: format!("unknown filter `{other}`; accepted: linux, tustin"),
+            })
+        }
+    };
+    Ok(Box::new(Westwood::new(config, filter)))
 }
 
 /// Reads `bwe_old_weight`: a filter weight in `[0, 1)` (1 would never take a new sample).
@@ -80,7 +107,10 @@ pub(crate) fn read_old_weight(reader: &ParamReader, default: f64) -> Result<f64,
 pub struct BandwidthFilter {
     /// Weight of the old value in each stage.
     old_weight: f64,
-    /// First stage (tcp_westwood.c `bw_ns_est`), bytes per second.
+    /// ns-3's Tustin filter instead of Linux's two stages.
+    tustin: bool,
+    /// First stage (tcp_westwood.c `bw_ns_est`), or the Tustin filter's last raw sample
+    /// (ns-3 `m_lastSampleBW`), bytes per second.
     first: f64,
     /// Second stage, the estimate (tcp_westwood.c `bw_est`), bytes per second.
     estimate: f64,
@@ -91,8 +121,18 @@ impl BandwidthFilter {
     pub fn new(old_weight: f64) -> Self {
         BandwidthFilter {
             old_weight,
+            tustin: false,
             first: 0.0,
             estimate: 0.0,
+        }
+    }
+
+    /// An empty Tustin filter keeping `old_weight` of the old estimate (ns-3
+    /// `TcpWestwoodPlus`, `FilterType` `Tustin`).
+    pub fn tustin(old_weight: f64) -> Self {
+        BandwidthFilter {
+            tustin: true,
+            ..BandwidthFilter::new(old_weight)
         }
     }
 
@@ -105,7 +145,12 @@ impl BandwidthFilter {
     /// Takes one raw bandwidth sample and returns the new estimate.
     pub fn update(&mut self, sample: Rate) -> Rate {
         let raw = sample.bytes_per_sec();
-        if self.first == 0.0 && self.estimate == 0.0 {
+        if self.tustin {
+            // ns-3 TcpWestwoodPlus::EstimateBW: bw = ALPHA * last_bw + (1 - ALPHA) *
+            // (sample + last_sample) / 2, from zero (no first-sample shortcut).
+            self.estimate = self.low_pass(self.estimate, (raw + self.first) / 2.0);
+            self.first = raw;
+        } else if self.first == 0.0 && self.estimate == 0.0 {
             // tcp_westwood.c westwood_filter: an empty filter takes the first sample raw.
             self.first = raw;
             self.estimate = raw;
@@ -137,12 +182,12 @@ pub struct BandwidthEstimator {
 }
 
 impl BandwidthEstimator {
-    /// An estimator with no samples whose filter keeps `old_weight` of the old value.
-    pub fn new(old_weight: f64) -> Self {
+    /// An estimator with no samples, feeding `filter`.
+    pub fn new(filter: BandwidthFilter) -> Self {
         BandwidthEstimator {
             window_start: None,
             bytes: 0,
-            filter: BandwidthFilter::new(old_weight),
+            filter,
         }
     }
 
@@ -217,8 +262,8 @@ pub(crate) struct WestwoodCore {
 }
 
 impl WestwoodCore {
-    /// A core in slow start with the transport's initial window and the given filter weight.
-    pub(crate) fn new(config: &ControllerConfig, old_weight: f64) -> Self {
+    /// A core in slow start with the transport's initial window and the given filter.
+    pub(crate) fn new(config: &ControllerConfig, filter: BandwidthFilter) -> Self {
         WestwoodCore {
             mss: config.max_datagram_size,
             min_window: config.minimum_window(),
@@ -228,7 +273,7 @@ impl WestwoodCore {
             increase: AdditiveIncrease::default(),
             latest_rtt: None,
             rtt_min: RttMin::default(),
-            bwe: BandwidthEstimator::new(old_weight),
+            bwe: BandwidthEstimator::new(filter),
         }
     }
 
@@ -367,10 +412,10 @@ pub struct Westwood {
 }
 
 impl Westwood {
-    /// A controller in slow start whose bandwidth filter keeps `old_weight` of the old value.
-    pub fn new(config: &ControllerConfig, old_weight: f64) -> Self {
+    /// A controller in slow start whose bandwidth samples go to `filter`.
+    pub fn new(config: &ControllerConfig, filter: BandwidthFilter) -> Self {
         Westwood {
-            core: WestwoodCore::new(config, old_weight),
+            core: WestwoodCore::new(config, filter),
         }
     }
 
@@ -432,7 +477,10 @@ mod tests {
     const MSS: u64 = 1500;
 
     fn westwood(old_weight: f64) -> Westwood {
-        Westwood::new(&ControllerConfig::default(), old_weight)
+        Westwood::new(
+            &ControllerConfig::default(),
+            BandwidthFilter::new(old_weight),
+        )
     }
 
     fn close(a: f64, b: f64) -> bool {
@@ -453,6 +501,26 @@ mod tests {
                 assert!(close(got, e), "w = {w}: {got} != {e}");
             }
         }
+    }
+
+    #[test]
+    fn the_tustin_filter_matches_ns3_by_hand() {
+        // ns-3 TcpWestwoodPlus::EstimateBW: bw = 0.9 bw + 0.1 (x + x_prev) / 2, from zero.
+        // Samples 800, 1600, 800 B/s: 0.1 * 400 = 40; 0.9 * 40 + 0.1 * 1200 = 156;
+        // 0.9 * 156 + 0.1 * 1200 = 260.4. Floating point, 1e-9.
+        let mut f = BandwidthFilter::tustin(TUSTIN_OLD_WEIGHT);
+        for (x, e) in [800.0, 1600.0, 800.0].iter().zip([40.0, 156.0, 260.4]) {
+            let got = f.update(Rate::from_bytes_per_sec(*x)).bytes_per_sec();
+            assert!(close(got, e), "{got} != {e}");
+        }
+        let mut p = Params::new();
+        p.insert("filter".into(), ParamValue::Text("tustin".into()));
+        assert!(crate::registry::build("westwood", &p, &ControllerConfig::default()).is_ok());
+        p.insert("filter".into(), ParamValue::Text("kalman".into()));
+        let e = crate::registry::build("westwood", &p, &ControllerConfig::default())
+            .err()
+            .expect("an unknown filter is refused");
+        assert!(e.to_string().contains("accepted: linux, tustin"), "{e}");
     }
 
     #[test]
