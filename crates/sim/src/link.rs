@@ -330,24 +330,30 @@ mod tests {
     use kleinrock_cc::Rate;
     use rand::SeedableRng;
 
-    #[test]
-    fn after_a_drop_in_delay_no_packet_overtakes_the_ones_ahead() {
-        // 12 Mbps: a 1500-byte packet serialises in 1 ms.
+    /// A 12 Mbit/s link (a 1500-byte packet serialises in 1 ms) of `delay_ms` and a buffer of
+    /// `buffer` packets, changed by `adjust`.
+    fn link_12mbps(delay_ms: u64, buffer: u64, adjust: impl FnOnce(&mut LinkConfig)) -> Link {
         let rate = Rate::from_bits_per_sec(12e6);
-        let config = LinkConfig::drop_tail(
-            "l",
-            rate,
-            Duration::from_millis(50),
-            BufferLimit::Packets(9),
-        );
+        let delay = Duration::from_millis(delay_ms);
+        let mut config = LinkConfig::drop_tail("l", rate, delay, BufferLimit::Packets(buffer));
+        adjust(&mut config);
         let rng = || ChaCha8Rng::seed_from_u64(1);
-        let mut link = Link::new(0, &config, rng(), rng());
-        let mut events = EventQueue::new();
-        let q = |packet| Queued {
+        Link::new(0, &config, rng(), rng())
+    }
+
+    /// Packet `packet` of 1500 bytes.
+    fn q(packet: u32) -> Queued {
+        Queued {
             packet,
             size: 1500,
             class: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn after_a_drop_in_delay_no_packet_overtakes_the_ones_ahead() {
+        let mut link = link_12mbps(50, 9, |_| {});
+        let mut events = EventQueue::new();
         link.arrive(0, q(0), &mut events);
         link.arrive(0, q(1), &mut events);
         link.on_transmitted(1_000_000, &mut events); // packet 0 arrives at 51 ms
@@ -368,19 +374,11 @@ mod tests {
     fn loss_on_delivery_takes_packets_that_used_the_queue_and_the_link() {
         // ns-3's receive error model: a lost packet still took its place in the buffer and its
         // serialisation time; it is lost where it would have arrived.
-        let rate = Rate::from_bits_per_sec(12e6);
-        let mut config =
-            LinkConfig::drop_tail("l", rate, Duration::from_millis(5), BufferLimit::Packets(1));
-        config.loss = crate::loss::LossConfig::Bernoulli { p: 1.0 };
-        config.loss_at = LossPoint::Delivery;
-        let rng = || ChaCha8Rng::seed_from_u64(1);
-        let mut link = Link::new(0, &config, rng(), rng());
+        let mut link = link_12mbps(5, 1, |c| {
+            c.loss = crate::loss::LossConfig::Bernoulli { p: 1.0 };
+            c.loss_at = LossPoint::Delivery;
+        });
         let mut events = EventQueue::new();
-        let q = |packet| Queued {
-            packet,
-            size: 1500,
-            class: 0,
-        };
         assert_eq!(link.arrive(0, q(0), &mut events), Admission::Accepted);
         assert_eq!(link.arrive(0, q(1), &mut events), Admission::Accepted);
         assert_eq!(
