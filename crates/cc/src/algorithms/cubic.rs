@@ -11,11 +11,14 @@
 //! max datagram size, `segments_acked` becomes acknowledged bytes), times in seconds as `f64`
 //! inside the window arithmetic only. See `docs/cubic.md` for every choice made.
 
+mod linux_hystart;
+
 use crate::algorithms::recovery::{ssthresh_value, RecoveryEpoch};
 use crate::controller::{
     AckEvent, CongestionEvent, CongestionKind, Controller, ControllerConfig, ControllerInfo,
     ControllerState, Instant, ParamError, ParamKind, ParamReader, ParamSpec,
 };
+use linux_hystart::LinuxHyStart;
 use std::time::Duration;
 
 /// Default multiplicative-decrease factor β_cubic (RFC 9438 §4.6, §5.1).
@@ -77,8 +80,16 @@ pub const PARAMS: &[ParamSpec] = &[
         name: "hystart_paced",
         kind: ParamKind::Bool,
         default: "true",
-        doc: "HyStart++ L: unlimited growth per ACK when paced, 8 segments when not \
-              (RFC 9406 §4.3)",
+        doc: "whether the sender paces: HyStart++ L unlimited when paced, 8 segments when not \
+              (RFC 9406 §4.3); classic HyStart's ACK-train threshold halved when not \
+              (tcp_cubic.c)",
+    },
+    ParamSpec {
+        name: "hystart_classic",
+        kind: ParamKind::Bool,
+        default: "false",
+        doc: "leave the initial slow start with Linux's classic HyStart (ACK train and delay, \
+              tcp_cubic.c), as Linux's Cubic does by default; not with hystart",
     },
 ];
 
@@ -113,7 +124,16 @@ fn build(
         reno_friendly: reader.boolean("reno_friendly", true),
         hystart: reader.boolean("hystart", false),
         hystart_paced: reader.boolean("hystart_paced", true),
+        hystart_classic: reader.boolean("hystart_classic", false),
     };
+    if params.hystart && params.hystart_classic {
+        return Err(ParamError {
+            name: "hystart_classic".to_string(),
+            message: "one slow-start exit at a time; accepted: hystart (HyStart++) or \
+                      hystart_classic (Linux's), not both"
+                .to_string(),
+        });
+    }
     Ok(Box::new(Cubic::new(config, params)))
 }
 
@@ -132,6 +152,8 @@ pub struct CubicParams {
     pub hystart: bool,
     /// Whether the transport paces (HyStart++ L = infinity) or not (L = 8).
     pub hystart_paced: bool,
+    /// Whether Linux's classic HyStart (`tcp_cubic.c`) runs in the initial slow start.
+    pub hystart_classic: bool,
 }
 
 impl Default for CubicParams {
@@ -143,6 +165,7 @@ impl Default for CubicParams {
             reno_friendly: true,
             hystart: false,
             hystart_paced: true,
+            hystart_classic: false,
         }
     }
 }
@@ -284,6 +307,8 @@ pub struct Cubic {
     frozen_since: Option<Instant>,
     /// HyStart++ while it still runs (initial slow start only).
     hystart: Option<HyStart>,
+    /// Linux's classic HyStart while it still runs (initial slow start only).
+    classic: Option<LinuxHyStart>,
 }
 
 impl Cubic {
@@ -315,6 +340,9 @@ impl Cubic {
             origin_at_epoch_start: false,
             frozen_since: None,
             hystart: params.hystart.then(|| HyStart::new(limit)),
+            classic: params
+                .hystart_classic
+                .then(|| LinuxHyStart::new(config.max_datagram_size, params.hystart_paced)),
         }
     }
 
@@ -391,6 +419,16 @@ impl Cubic {
     /// One ACK in slow start (with HyStart++ while it runs).
     fn slow_start(&mut self, now: Instant, ack: &AckEvent, grow: bool) {
         let acked = ack.acked_bytes;
+        // tcp_cubic.c: classic HyStart sets ssthresh = cwnd when either test fires; here only
+        // in the initial slow start, and the ACK that ends it does not grow the window.
+        let cwnd = self.cwnd as u64;
+        let initial = self.ssthresh == INFINITE;
+        if let Some(classic) = self.classic.as_mut().filter(|_| initial) {
+            if classic.on_ack(now, ack, cwnd) {
+                self.exit_slow_start_without_loss();
+                return;
+            }
+        }
         // RFC 9406 §4.3: HyStart++ only in the initial slow start (ssthresh still infinite).
         let Some(hystart) = self.hystart.as_mut().filter(|_| self.ssthresh == INFINITE) else {
             if grow {
@@ -417,6 +455,7 @@ impl Cubic {
     /// HyStart++ leaves CSS for congestion avoidance (RFC 9406 §4.2, RFC 9438 §4.10).
     fn exit_slow_start_without_loss(&mut self) {
         self.hystart = None;
+        self.classic = None;
         // RFC 9406 §4.2: ssthresh = cwnd.
         self.ssthresh = (self.cwnd as u64).max(self.min_window);
         self.cwnd = self.cwnd.max(self.ssthresh as f64);
@@ -448,8 +487,10 @@ impl Cubic {
         self.epoch_start = None;
         self.origin_at_epoch_start = false;
         self.frozen_since = None;
-        // RFC 9406 §4.2: loss or ECN ends HyStart++.
+        // RFC 9406 §4.2: loss or ECN ends HyStart++; classic HyStart too, as both run only in
+        // the initial slow start here.
         self.hystart = None;
+        self.classic = None;
     }
 
     fn mode(&self) -> &'static str {
@@ -552,6 +593,36 @@ mod tests {
 
     const MSS: u64 = 1500;
     const RTT: Duration = Duration::from_millis(100);
+
+    #[test]
+    fn classic_hystart_leaves_slow_start_without_loss_and_excludes_hystart_plus_plus() {
+        // tcp_cubic.c: once the RTT of a round's samples rises above the minimum by more than
+        // clamp(100 / 8, 4, 16) = 12.5 ms, ssthresh = cwnd and growth goes on in congestion
+        // avoidance, from K = 0 (RFC 9438 §4.10, as after HyStart++).
+        let params = CubicParams {
+            hystart_classic: true,
+            ..CubicParams::default()
+        };
+        let mut c = Cubic::new(&config(10), params);
+        let mut clock = Clock {
+            now: Instant::from_nanos(1_000_000_000),
+            rtt: RTT,
+        };
+        clock.run_until(&mut c, Instant::from_nanos(1_400_000_000));
+        assert_eq!(c.state().mode, "slow_start", "no RTT increase yet");
+        clock.rtt = RTT + Duration::from_millis(13);
+        clock.run_until(&mut c, Instant::from_nanos(1_700_000_000));
+        assert_eq!(c.state().mode, "congestion_avoidance");
+        let ssthresh = c.ssthresh().expect("set by HyStart");
+        assert!(ssthresh >= 16 * MSS, "at least the low window: {ssthresh}");
+        let mut p = Params::new();
+        p.insert("hystart".into(), ParamValue::Bool(true));
+        p.insert("hystart_classic".into(), ParamValue::Bool(true));
+        let e = crate::registry::build("cubic", &p, &config(10))
+            .err()
+            .expect("one slow-start exit at a time");
+        assert!(e.to_string().contains("not both"), "{e}");
+    }
 
     fn config(initial_window_packets: u64) -> ControllerConfig {
         ControllerConfig {
