@@ -206,20 +206,16 @@ pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
             loss_events: p.cc.loss_events,
         })
         .collect();
-    let sent = r.paths.iter().map(|p| p.sent);
-    let arrived = r.paths.iter().map(|p| p.arrived);
-    let lost_on_paths = sent.zip(arrived).map(|(s, a)| s.saturating_sub(a)).sum();
     let counts = tunnel_counts(
         (&r.entry, &r.far),
         [r.queued_at_end, r.buffered_at_end],
-        lost_on_paths,
+        r.paths.iter().map(|p| (p.sent, p.arrived)),
     );
     let b = &r.backward;
-    let lost_back = b.sent.iter().zip(&b.arrived);
     let backward = tunnel_counts(
         (&b.entry, &b.far),
         [b.queued_at_end, b.buffered_at_end],
-        lost_back.map(|(s, a)| s.saturating_sub(*a)).sum(),
+        b.sent.iter().copied().zip(b.arrived.iter().copied()),
     );
     let flow = match &r.flow {
         Some(f) => reliable_metrics(s, f),
@@ -255,13 +251,16 @@ pub fn summary(s: &Scenario, r: &TunnelReport) -> Summary {
 }
 
 /// One direction's counts: from its entry and far end, the packets still queued and held at
-/// the end, and those its paths lost.
+/// the end, and each path's packets sent and arrived (the difference it lost).
 fn tunnel_counts(
     (entry, far): (&EntryCounts, &FarCounts),
     [queued, buffered]: [u64; 2],
-    lost_on_paths: u64,
+    paths: impl Iterator<Item = (u64, u64)>,
 ) -> TunnelCounts {
     let held = queued + buffered;
+    let lost_on_paths = paths
+        .map(|(sent, arrived)| sent.saturating_sub(arrived))
+        .sum();
     TunnelCounts {
         entered: entry.entered,
         forwarded: far.forwarded,

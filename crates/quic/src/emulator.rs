@@ -1384,33 +1384,36 @@ impl Relay {
         }
     }
 
-    /// Frees slot `p`, whose datagram link `dir`'s loss took on delivery.
-    fn lose(&mut self, dir: usize, p: u32) {
+    /// Takes the datagram out of slot `p`, which leaves the links, and frees the slot: the
+    /// datagram and its client's index.
+    fn release(&mut self, p: u32) -> (Box<[u8]>, usize) {
         let slot = &mut self.slab[p as usize];
         let data = std::mem::take(&mut slot.data);
+        let client = slot.client as usize;
         self.held -= 1;
         self.held_bytes -= data.len() as u64;
         self.free.push(p);
-        if let Some(client) = self.clients[slot.client as usize].as_mut() {
-            client.held -= 1;
+        // A client with datagrams in the links keeps its slot (see `expire_idle_clients`).
+        if let Some(c) = self.clients[client].as_mut() {
+            c.held -= 1;
         }
+        (data, client)
+    }
+
+    /// Frees slot `p`, whose datagram link `dir`'s loss took on delivery.
+    fn lose(&mut self, dir: usize, p: u32) {
+        self.release(p);
         self.dirs[dir].stats.lost_random += 1;
     }
 
     /// Sends the datagram in slot `p`, which link `dir` delivered at `due`, and frees the slot.
     fn deliver(&mut self, dir: usize, p: u32, due: u64) {
         let now = self.now_ns();
-        let slot = &mut self.slab[p as usize];
         // Freed when this function returns.
-        let data = std::mem::take(&mut slot.data);
-        self.held -= 1;
-        self.held_bytes -= data.len() as u64;
-        self.free.push(p);
+        let (data, client) = self.release(p);
         let n = data.len();
-        // A client with datagrams in the links keeps its slot (see `expire_idle_clients`).
-        let sent = match self.clients[slot.client as usize].as_mut() {
+        let sent = match self.clients[client].as_ref() {
             Some(client) => {
-                client.held -= 1;
                 if dir == FORWARD {
                     let ipv6 = self.server.is_ipv6();
                     client.upstream.send_to(&data, self.server).map(|_| ipv6)

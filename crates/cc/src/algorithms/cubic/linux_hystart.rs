@@ -85,6 +85,8 @@ impl LinuxHyStart {
         if cwnd < self.low_window {
             return false;
         }
+        // Both tests run on every ACK (each keeps its own state), as in hystart_update: `|`,
+        // not `||`.
         self.ack_train(now, delay_min, cwnd, ack) | self.delay_increase(delay, delay_min)
     }
 
