@@ -258,6 +258,9 @@ pub struct ControllerConfig {
     pub initial_window_packets: u64,
     /// Minimum window in packets (RFC 9002 §7.2: 2).
     pub minimum_window_packets: u64,
+    /// The window in packets after a retransmission timeout or persistent congestion: QUIC's
+    /// minimum window (RFC 9002 §7.6.2: 2), TCP's loss window (RFC 5681 §3.1: 1).
+    pub loss_window_packets: u64,
     /// Seed for a controller's own random choices (e.g. BBR's ProbeBW start phase); the
     /// transport derives it from the scenario seed and the flow, so runs are reproducible.
     pub seed: u64,
@@ -273,6 +276,11 @@ impl ControllerConfig {
     pub fn minimum_window(&self) -> u64 {
         self.minimum_window_packets * self.max_datagram_size
     }
+
+    /// Loss window in bytes.
+    pub fn loss_window(&self) -> u64 {
+        self.loss_window_packets * self.max_datagram_size
+    }
 }
 
 impl Default for ControllerConfig {
@@ -281,6 +289,7 @@ impl Default for ControllerConfig {
             max_datagram_size: 1500,
             initial_window_packets: 10,
             minimum_window_packets: 2,
+            loss_window_packets: 2,
             seed: 0,
         }
     }

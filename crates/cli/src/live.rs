@@ -10,6 +10,28 @@ use kleinrock_quic::adapter::{CcCounters, CcFactory};
 use kleinrock_quic::endpoint;
 use std::time::Duration;
 
+/// Refuses transport settings the real datapath cannot follow: noq's receiver acknowledges
+/// every second packet or after 25 ms, in ACKs of the size their ranges need, and its sender
+/// recovers as QUIC does (RFC 9002).
+pub fn noq_transport(t: &kleinrock_sim::TransportConfig) -> Result<(), String> {
+    let d = kleinrock_sim::TransportConfig::default();
+    let fields = [
+        ("max_ack_delay", t.max_ack_delay != d.max_ack_delay),
+        ("ack_every", t.ack_every != d.ack_every),
+        ("ack_size", t.ack_size != d.ack_size),
+        ("quick_acks", t.quick_acks != d.quick_acks),
+        ("recovery", t.recovery != d.recovery),
+    ];
+    match fields.iter().find(|(_, changed)| *changed) {
+        Some((name, _)) => Err(format!(
+            "flows[0].{name}: simulator-only; noq's receiver acknowledges every second packet \
+             or after 25 ms and its sender recovers loss as QUIC does, RFC 9002 (remove it, \
+             or the preset that sets it, to run the flow for real)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The async runtime of the real-datapath commands.
 pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()

@@ -131,7 +131,7 @@ fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
         return Err("a transfer flow crosses one link each way".into());
     }
     match &flow.transport {
-        FlowTransport::Reliable { transport, .. } => noq_acks(transport)?,
+        FlowTransport::Reliable { transport, .. } => live::noq_transport(transport)?,
         FlowTransport::Dccp { .. } => {
             return Err("a DCCP flow is simulator-only: the real datapath is QUIC".into())
         }
@@ -155,24 +155,6 @@ fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
     }
     live::factory(&s, timestamps)?;
     Ok(s)
-}
-
-/// Refuses ACK settings the real datapath cannot follow: noq's receiver acknowledges every
-/// second packet or after 25 ms, in ACKs of the size their ranges need.
-fn noq_acks(t: &kleinrock_sim::TransportConfig) -> Result<(), String> {
-    let d = kleinrock_sim::TransportConfig::default();
-    let fields = [
-        ("max_ack_delay", t.max_ack_delay != d.max_ack_delay),
-        ("ack_every", t.ack_every != d.ack_every),
-        ("ack_size", t.ack_size != d.ack_size),
-    ];
-    match fields.iter().find(|(_, changed)| *changed) {
-        Some((name, _)) => Err(format!(
-            "flows[0].{name}: simulator-only; noq's receiver acknowledges every second packet \
-             or after 25 ms (remove it to run the transfer for real)"
-        )),
-        None => Ok(()),
-    }
 }
 
 /// What a real transfer measured.

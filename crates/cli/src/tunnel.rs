@@ -143,6 +143,7 @@ fn source(flow: &kleinrock_lab::scenario::FlowPlan) -> Result<(Source, usize), S
             },
             AppConfig::Bulk { bytes: None },
         ) => {
+            crate::live::noq_transport(transport)?;
             if !transport.pacing {
                 return Err(
                     "flows[0].pacing: the flow inside a real tunnel is a QUIC connection, and \

@@ -11,6 +11,7 @@ pub mod dumbbell;
 pub mod html;
 pub mod limits;
 pub mod metrics;
+pub mod presets;
 pub mod report;
 pub mod reproduce;
 pub mod runner;

@@ -149,6 +149,7 @@ pub fn accepted(path: &str) -> Option<&'static str> {
         "tx_qlen" => "a whole number of packets from 1 to 10000",
         "ack_ratio" => "a whole number of data packets per ACK from 1 to 10000",
         "ack_every" => "a whole number of packets per ACK from 1 to 10000",
+        "quick_acks" => "a whole number of packets from 0 to 10000",
         "ack_size" => "a whole number of bytes from 2 to 65535",
         "host_jitter" => "a number from 0 (exactly periodic) to 1",
         "loss" => {
@@ -159,9 +160,9 @@ pub fn accepted(path: &str) -> Option<&'static str> {
         "p" | "p_good_bad" | "p_bad_good" | "loss_good" | "loss_bad" => {
             "a probability between 0 and 1"
         }
-        "pacing" | "delayed_ack" | "receive_timestamps" => "true or false",
+        "pacing" | "delayed_ack" | "receive_timestamps" | "prr" | "rack" => "true or false",
         "duration" | "warmup" | "trace_interval" | "delay" | "jitter" | "bdp_rtt" | "start"
-        | "stop" | "stagger" | "at" | "max_ack_delay" => {
+        | "stop" | "stagger" | "at" | "max_ack_delay" | "min_rto" => {
             "a duration with its unit, e.g. \"25ms\" or \"60s\""
         }
         "rate" | "host_rate" => "a rate with its unit, e.g. \"10Mbps\", from 1kbps to 1000Gbps",
@@ -171,6 +172,9 @@ pub fn accepted(path: &str) -> Option<&'static str> {
         }
         "name" | "description" | "cc" | "qdisc" | "app" | "transport" | "model" => "a string",
         "loss_at" => "\"arrival\" or \"delivery\"",
+        "preset" => "\"linux\" or \"ns3\"",
+        "recovery" => "\"quic\" or \"tcp\"",
+        "rto" => "\"rfc6298\" or \"linux\"",
         "path" | "reverse_path" => "a list of link names, e.g. [\"bottleneck\"]",
         "links" => "a list of [[links]] tables",
         "flows" => "a list of [[flows]] tables",

@@ -3,6 +3,7 @@
 //! fails validation never reaches the simulator.
 
 use crate::limits::{self, bytes_within, duration_within, rate_within, whole_within};
+use crate::presets;
 use crate::sweep::{expand, Replicates, SweepPoint};
 use crate::tunnel::{resolve_tunnel, TunnelPlan, TunnelSpec};
 use kleinrock_cc::controller::units::{parse_bytes, parse_duration, parse_rate};
@@ -11,8 +12,8 @@ use kleinrock_cc::{build, BuildError, ControllerConfig, ParamValue, Params, Rate
 use kleinrock_sim::TunnelConfig;
 use kleinrock_sim::{
     AppConfig, ArrivalConfig, BufferLimit, ControllerFactory, DccpConfig, FlowConfig, FlowKind,
-    Interarrival, LinkConfig, LossConfig, LossPoint, ParamChange, PolicerConfig, QdiscConfig,
-    RouteChange, SimConfig, TransportConfig,
+    Interarrival, LinkConfig, LossConfig, LossPoint, LossRecovery, ParamChange, PolicerConfig,
+    QdiscConfig, RouteChange, RtoForm, SimConfig, TcpRecovery, TransportConfig,
 };
 use serde::Deserialize;
 use std::fmt;
@@ -171,7 +172,14 @@ struct FlowSpec {
     max_ack_delay: Option<String>,
     ack_every: Option<u64>,
     ack_size: Option<u64>,
+    quick_acks: Option<u64>,
     receive_timestamps: Option<bool>,
+    preset: Option<String>,
+    recovery: Option<String>,
+    min_rto: Option<String>,
+    rto: Option<String>,
+    prr: Option<bool>,
+    rack: Option<bool>,
     #[serde(default)]
     events: Vec<EventSpec>,
     arrivals: Option<ArrivalsSpec>,
@@ -366,7 +374,10 @@ fn flow_kind(f: &FlowPlan, seed: u64, i: usize) -> FlowKind {
             };
         }
     };
-    let config = controller_config(transport.packet_size, seed, i);
+    let config = ControllerConfig {
+        loss_window_packets: transport.loss_window_packets(),
+        ..controller_config(transport.packet_size, seed, i)
+    };
     match f.arrivals {
         None => FlowKind::Reliable {
             controller: build(cc, params, &config)
@@ -1261,6 +1272,7 @@ fn resolve_acks(
     let delaying = [
         ("max_ack_delay", f.max_ack_delay.is_some()),
         ("ack_every", f.ack_every.is_some()),
+        ("quick_acks", f.quick_acks.is_some()),
     ];
     if let Some((name, _)) = delaying.iter().find(|(_, set)| *set && !t.delayed_ack) {
         let message = "only applies with delayed_ack = true".to_string();
@@ -1273,6 +1285,81 @@ fn resolve_acks(
         let n = whole_within(n, 1, limits::MAX_ACK_RATIO);
         t.ack_every = field(at("ack_every"), n)? as u32;
     }
+    if let Some(n) = f.quick_acks {
+        let n = whole_within(n, 0, limits::MAX_ACK_RATIO);
+        t.quick_acks = field(at("quick_acks"), n)? as u32;
+    }
+    Ok(())
+}
+
+/// The transport a flow's fields start from: its `preset`'s, or the default. A preset of a
+/// kernel or tool that does not pace keeps pacing on for a controller that sets its own
+/// pacing rate, as BBR paces in Linux and in ns-3.
+fn resolve_preset(
+    f: &FlowSpec,
+    at: &dyn Fn(&str) -> String,
+    cc: &str,
+    params: &Params,
+) -> FieldResult<TransportConfig> {
+    let Some(name) = &f.preset else {
+        return Ok(TransportConfig::default());
+    };
+    let Some(mut t) = presets::transport(name) else {
+        let message = format!(
+            "unknown preset `{name}`; accepted: {}",
+            presets::NAMES.join(", ")
+        );
+        return Err((at("preset"), message));
+    };
+    let config = controller_config(t.packet_size, 0, 0);
+    t.pacing |= build(cc, params, &config).is_ok_and(|c| c.pacing_rate().is_some());
+    Ok(t)
+}
+
+/// TCP's loss recovery, with `recovery = "tcp"` or a preset: the timeout's floor and form,
+/// PRR and RACK-TLP.
+fn resolve_recovery(
+    f: &FlowSpec,
+    at: &dyn Fn(&str) -> String,
+    t: &mut TransportConfig,
+) -> FieldResult<()> {
+    match f.recovery.as_deref() {
+        None => {}
+        Some("quic") => t.recovery = LossRecovery::Quic,
+        Some("tcp") if matches!(t.recovery, LossRecovery::Tcp(_)) => {}
+        Some("tcp") => t.recovery = LossRecovery::Tcp(TcpRecovery::default()),
+        Some(other) => {
+            let message = format!("unknown loss recovery `{other}`; accepted: quic, tcp");
+            return Err((at("recovery"), message));
+        }
+    }
+    let LossRecovery::Tcp(mut tcp) = t.recovery else {
+        let set = [
+            ("min_rto", f.min_rto.is_some()),
+            ("rto", f.rto.is_some()),
+            ("prr", f.prr.is_some()),
+            ("rack", f.rack.is_some()),
+        ];
+        return match set.iter().find(|(_, s)| *s) {
+            Some((name, _)) => Err((at(name), "only applies with recovery = \"tcp\"".into())),
+            None => Ok(()),
+        };
+    };
+    if let Some(d) = &f.min_rto {
+        tcp.min_rto = field(at("min_rto"), delay_value(d))?;
+    }
+    tcp.rto = match f.rto.as_deref() {
+        None => tcp.rto,
+        Some("rfc6298") => RtoForm::Rfc6298,
+        Some("linux") => RtoForm::Linux,
+        Some(other) => {
+            let message = format!("unknown timeout form `{other}`; accepted: rfc6298, linux");
+            return Err((at("rto"), message));
+        }
+    };
+    tcp.prr = f.prr.unwrap_or(tcp.prr);
+    tcp.rack = f.rack.unwrap_or(tcp.rack);
+    t.recovery = LossRecovery::Tcp(tcp);
     Ok(())
 }
 
@@ -1613,7 +1700,8 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
         )
     })?;
     let params = resolve_params(&f.params, &at("params"))?;
-    let transport = resolve_transport(f, at, TransportConfig::default())?;
+    let mut transport = resolve_transport(f, at, resolve_preset(f, at, &cc, &params)?)?;
+    resolve_recovery(f, at, &mut transport)?;
     if !transport.pacing && find(&cc).is_some_and(|info| info.rate_based) {
         let message = format!(
             "`{cc}` is rate-based: it sets a pacing rate and no window, so an unpaced sender \
@@ -1641,30 +1729,31 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
     })
 }
 
-/// The options of the reliable transport that a DCCP flow does not have.
-const RELIABLE_ONLY: [&str; 8] = [
-    "delayed_ack",
-    "max_ack_delay",
-    "ack_every",
-    "ack_size",
-    "receive_timestamps",
-    "host_rate",
-    "host_jitter",
-    "events",
-];
+/// The first option of the reliable transport that `f` sets, if any: the options a DCCP or
+/// datagram flow does not have.
+fn reliable_option(f: &FlowSpec) -> Option<&'static str> {
+    let set = [
+        ("delayed_ack", f.delayed_ack.is_some()),
+        ("max_ack_delay", f.max_ack_delay.is_some()),
+        ("ack_every", f.ack_every.is_some()),
+        ("ack_size", f.ack_size.is_some()),
+        ("quick_acks", f.quick_acks.is_some()),
+        ("receive_timestamps", f.receive_timestamps.is_some()),
+        ("host_rate", f.host_rate.is_some()),
+        ("host_jitter", f.host_jitter.is_some()),
+        ("preset", f.preset.is_some()),
+        ("recovery", f.recovery.is_some()),
+        ("min_rto", f.min_rto.is_some()),
+        ("rto", f.rto.is_some()),
+        ("prr", f.prr.is_some()),
+        ("rack", f.rack.is_some()),
+        ("events", !f.events.is_empty()),
+    ];
+    set.iter().find(|(_, s)| *s).map(|(name, _)| *name)
+}
 
 fn resolve_dccp(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<FlowTransport> {
-    let set = [
-        f.delayed_ack.is_some(),
-        f.max_ack_delay.is_some(),
-        f.ack_every.is_some(),
-        f.ack_size.is_some(),
-        f.receive_timestamps.is_some(),
-        f.host_rate.is_some(),
-        f.host_jitter.is_some(),
-        !f.events.is_empty(),
-    ];
-    if let Some((name, _)) = RELIABLE_ONLY.iter().zip(set).find(|(_, s)| *s) {
+    if let Some(name) = reliable_option(f) {
         let message = "an option of the reliable transport; a DCCP flow takes packet_size, \
                        header_size, tx_qlen, ack_ratio, pacing and max_in_flight";
         return Err((at(name), message.into()));
@@ -1744,6 +1833,11 @@ fn resolve_datagram(
             at("host_rate"),
             "a datagram flow sends at its application's rate; host_rate caps a paced sender".into(),
         ));
+    }
+    if let Some(name) = reliable_option(f) {
+        let message = "an option of the reliable transport; a datagram flow takes \
+                       packet_size and header_size";
+        return Err((at(name), message.into()));
     }
     let t = resolve_transport(f, at, TransportConfig::default())?;
     Ok(FlowTransport::Datagram {

@@ -289,6 +289,13 @@ fn every_field_of_the_wrong_type_says_what_it_accepts() {
         ("ack_every", "\"2\""),
         ("ack_size", "-1"),
         ("receive_timestamps", "1"),
+        ("quick_acks", "\"x\""),
+        ("preset", "5"),
+        ("recovery", "5"),
+        ("min_rto", "5"),
+        ("rto", "5"),
+        ("prr", "1"),
+        ("rack", "1"),
         ("events", "5"),
         ("arrivals", "5"),
     ];
@@ -418,4 +425,107 @@ fn loss_at_names_a_point_and_needs_a_loss() {
     let set = load(&link("loss = 0.01\nloss_at = \"delivery\"")).expect("loads");
     let at = set.points[0].links[0].loss_at;
     assert_eq!(at, kleinrock_sim::LossPoint::Delivery);
+}
+
+/// The transport of the first flow of `text`, which must load.
+fn transport_of(text: &str) -> kleinrock_sim::TransportConfig {
+    let set = load(text).expect("loads");
+    match &set.points[0].flows[0].transport {
+        kleinrock_lab::scenario::FlowTransport::Reliable { transport, .. } => *transport,
+        _ => panic!("a reliable flow"),
+    }
+}
+
+#[test]
+fn tcp_recovery_options_need_recovery_tcp_and_name_their_values() {
+    use kleinrock_sim::{LossRecovery, RtoForm, TcpRecovery};
+    for field in [
+        "min_rto = \"200ms\"",
+        "rto = \"linux\"",
+        "prr = false",
+        "rack = true",
+    ] {
+        let name = field.split(' ').next().expect("a name");
+        refused(
+            &flow(field),
+            &format!("flows[0].{name}"),
+            &["recovery = \"tcp\""],
+        );
+    }
+    let words = ["`reno`", "quic, tcp"];
+    refused(&flow("recovery = \"reno\""), "flows[0].recovery", &words);
+    let words = ["`bsd`", "rfc6298, linux"];
+    let bsd = "recovery = \"tcp\"\nrto = \"bsd\"";
+    refused(&flow(bsd), "flows[0].rto", &words);
+    let late = "recovery = \"tcp\"\nmin_rto = \"11s\"";
+    refused(&flow(late), "flows[0].min_rto", &["10s"]);
+    refused(
+        &flow("quick_acks = 16"),
+        "flows[0].quick_acks",
+        &["delayed_ack = true"],
+    );
+    let t = transport_of(&flow(
+        "recovery = \"tcp\"\nmin_rto = \"300ms\"\nrack = true",
+    ));
+    let expected = TcpRecovery {
+        min_rto: std::time::Duration::from_millis(300),
+        rack: true,
+        ..TcpRecovery::default()
+    };
+    assert_eq!(t.recovery, LossRecovery::Tcp(expected));
+    assert_eq!(expected.rto, RtoForm::Rfc6298);
+    assert_eq!(t.loss_window_packets(), 1);
+}
+
+#[test]
+fn a_preset_sets_the_transport_and_fields_beside_it_override_it() {
+    use kleinrock_sim::{LossRecovery, RtoForm};
+    refused(
+        &flow("preset = \"bsd\""),
+        "flows[0].preset",
+        &["linux, ns3"],
+    );
+    let ns3 = transport_of(&flow("preset = \"ns3\""));
+    // ns-3 3.44's TcpSocketBase defaults with a 1448-byte segment (docs/validation.md).
+    assert_eq!(
+        (ns3.packet_size, ns3.payload(), ns3.ack_size),
+        (1502, 1448, 54)
+    );
+    assert!(ns3.delayed_ack && !ns3.pacing);
+    assert_eq!((ns3.ack_every, ns3.max_ack_delay.as_millis()), (2, 200));
+    let LossRecovery::Tcp(tcp) = ns3.recovery else {
+        panic!("TCP recovery");
+    };
+    assert_eq!(
+        (tcp.min_rto.as_secs(), tcp.rto, tcp.prr, tcp.rack),
+        (1, RtoForm::Rfc6298, true, false)
+    );
+    let linux = transport_of(&flow(
+        "preset = \"linux\"\nmin_rto = \"1s\"\nquick_acks = 4",
+    ));
+    assert_eq!((linux.quick_acks, linux.max_ack_delay.as_millis()), (4, 40));
+    let LossRecovery::Tcp(tcp) = linux.recovery else {
+        panic!("TCP recovery");
+    };
+    assert_eq!(
+        (tcp.min_rto.as_secs(), tcp.rto, tcp.rack),
+        (1, RtoForm::Linux, true)
+    );
+    // BBR sets its own pacing rate and paces in both; a field beside the preset still wins.
+    let bbr = |lines: &str| flow(lines).replace("cc = \"cubic\"", "cc = \"bbr\"");
+    assert!(transport_of(&bbr("preset = \"ns3\"")).pacing);
+    assert!(!transport_of(&bbr("preset = \"ns3\"\npacing = false")).pacing);
+    let quic = transport_of(&flow("preset = \"ns3\"\nrecovery = \"quic\""));
+    assert_eq!(quic.recovery, LossRecovery::Quic);
+}
+
+#[test]
+fn dccp_and_datagram_flows_refuse_the_reliable_transports_options() {
+    let dccp = flow("transport = \"dccp\"\npreset = \"ns3\"").replace("cubic", "ccid2");
+    refused(&dccp, "flows[0].preset", &["reliable transport"]);
+    let datagram =
+        flow("transport = \"datagram\"\napp = \"cbr\"\nrate = \"1Mbps\"\nrecovery = \"tcp\"")
+            .replace("cc = \"cubic\"\n", "")
+            .replace("reverse_path = [\"return\"]\n", "");
+    refused(&datagram, "flows[0].recovery", &["reliable transport"]);
 }

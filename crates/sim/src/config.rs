@@ -131,8 +131,13 @@ pub struct TransportConfig {
     /// With delayed ACKs, the receiver acknowledges every this many in-order packets (RFC 9000
     /// §13.2.2 and ns-3's `TcpSocketBase::DelAckCount`: 2).
     pub ack_every: u32,
+    /// With delayed ACKs, the first this many data packets are acknowledged at once (Linux's
+    /// quick-ACK mode at connection start, `TCP_MAX_QUICKACKS`: 16).
+    pub quick_acks: u32,
     /// Whether ACKs carry receive timestamps, giving controllers one-way-delay samples.
     pub receive_timestamps: bool,
+    /// How the sender detects loss and recovers from it.
+    pub recovery: LossRecovery,
     /// A cap on the mean rate of the paced sender (of each subflow); `None`: no cap. A
     /// sender whose pacing rate is above it is held to it, and its sends then come out
     /// irregularly: each gap is the host rate's gap times a factor drawn uniformly from
@@ -164,7 +169,9 @@ impl Default for TransportConfig {
             delayed_ack: false,
             max_ack_delay: Duration::from_millis(25),
             ack_every: 2,
+            quick_acks: 0,
             receive_timestamps: true,
+            recovery: LossRecovery::Quic,
             host_rate: None,
             host_jitter: 0.5,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
@@ -177,6 +184,70 @@ impl TransportConfig {
     pub fn payload(&self) -> u32 {
         self.packet_size - self.header_size
     }
+
+    /// The window, in packets, a controller falls to on a retransmission timeout: TCP's loss
+    /// window of one segment (RFC 5681 §3.1), QUIC's minimum window of two packets on
+    /// persistent congestion (RFC 9002 §7.6.2).
+    pub fn loss_window_packets(&self) -> u64 {
+        match self.recovery {
+            LossRecovery::Quic => 2,
+            LossRecovery::Tcp(_) => 1,
+        }
+    }
+}
+
+/// How the reliable transport detects loss and recovers from it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LossRecovery {
+    /// QUIC's (RFC 9002): packet threshold 3, time threshold 9/8 RTT, probe timeouts,
+    /// persistent congestion.
+    #[default]
+    Quic,
+    /// TCP's: packet threshold 3 (RFC 6675's DupThresh), a retransmission timeout (RFC 6298)
+    /// after which every packet in flight is lost and the window is one segment, PRR
+    /// (RFC 6937) in recovery, and optionally RACK-TLP (RFC 8985).
+    Tcp(TcpRecovery),
+}
+
+/// The settings of TCP's loss recovery ([`LossRecovery::Tcp`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpRecovery {
+    /// The floor of the retransmission timeout: RFC 6298 (2.4) says 1 s (ns-3's `MinRto`),
+    /// Linux uses 200 ms (`TCP_RTO_MIN`).
+    pub min_rto: Duration,
+    /// The ceiling of the backed-off timeout: at least 60 s (RFC 6298 (2.5), ns-3's
+    /// `MaxRto`); Linux 120 s (`TCP_RTO_MAX`).
+    pub max_rto: Duration,
+    /// How the timeout is computed from the RTT estimates.
+    pub rto: RtoForm,
+    /// Whether Proportional Rate Reduction (RFC 6937) paces the sending in recovery.
+    pub prr: bool,
+    /// Whether RACK-TLP (RFC 8985) runs: a time threshold of the latest RTT plus a quarter
+    /// of the minimum RTT, and one tail-loss probe before the timeout.
+    pub rack: bool,
+}
+
+impl Default for TcpRecovery {
+    /// The RFCs' values: RFC 6298's timeout with its 1 s floor and 60 s ceiling, PRR
+    /// (RFC 6937), no RACK-TLP.
+    fn default() -> Self {
+        TcpRecovery {
+            min_rto: Duration::from_secs(1),
+            max_rto: Duration::from_secs(60),
+            rto: RtoForm::Rfc6298,
+            prr: true,
+            rack: false,
+        }
+    }
+}
+
+/// How a retransmission timeout is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtoForm {
+    /// RFC 6298 (2.3)-(2.4), as ns-3's `TcpSocketBase`: max(min_rto, srtt + max(G, 4 rttvar)).
+    Rfc6298,
+    /// Linux's `tcp_set_rto`: srtt + max(4 rttvar, min_rto), the floor on the variation term.
+    Linux,
 }
 
 /// Builds a fresh controller for the `k`-th transfer (from 0) of a short-flow arrival process.

@@ -69,7 +69,8 @@ pub struct Measured {
 
 /// A reliable connection and its subflows.
 pub struct Connection {
-    transport: TransportConfig,
+    /// Boxed: it is only read when a subflow opens, and the flows' table keeps it small.
+    transport: Box<TransportConfig>,
     stream: SendStream,
     reassembly: Reassembly,
     /// Every subflow, closed ones included, in the order they opened (so by flow index).
@@ -104,7 +105,7 @@ impl Connection {
         // The host's timing of the k-th subflow opened: stream k of `host_seed`.
         let first = seeded(host_seed, 0);
         Connection {
-            transport,
+            transport: Box::new(transport),
             stream: SendStream::new(Application::new(app)),
             reassembly: Reassembly::new(app.total_bytes()),
             subflows: vec![Subflow {
@@ -320,10 +321,10 @@ impl Connection {
         let mut sender = Sender::new(
             flow,
             controller,
-            self.transport,
+            *self.transport,
             seeded(self.host_seed, self.subflows.len() as u64),
         );
-        let receiver = Receiver::new(flow, self.transport);
+        let receiver = Receiver::new(flow, *self.transport);
         if self.measuring {
             sender.start_measuring();
         }

@@ -33,13 +33,14 @@ pub mod sender;
 pub mod stats;
 pub mod stream;
 pub mod streams;
+mod tcp_recovery;
 pub mod trace;
 pub mod tunnel;
 
 pub use config::{
     AppConfig, ArrivalConfig, ControllerFactory, DccpConfig, FlowConfig, FlowKind, Interarrival,
-    LinkConfig, LossPoint, ParamChange, PolicerConfig, RouteChange, SimConfig, TransportConfig,
-    TunnelConfig, TunnelPathConfig,
+    LinkConfig, LossPoint, LossRecovery, ParamChange, PolicerConfig, RouteChange, RtoForm,
+    SimConfig, TcpRecovery, TransportConfig, TunnelConfig, TunnelPathConfig,
 };
 pub use loss::LossConfig;
 pub use network::Simulator;

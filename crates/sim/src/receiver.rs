@@ -1,7 +1,8 @@
 //! The receiving side of one subflow of the reliable transport: packet-number ranges for ACK
 //! frames (pruned below the sender's reported floor), handing stream bytes to the connection's
 //! reassembly, immediate or delayed ACKs (every `ack_every`-th packet or `max_ack_delay`, at once
-//! on reordering, RFC 9000 §13.2.1), and receive timestamps.
+//! on reordering, RFC 9000 §13.2.1, and for the first `quick_acks` packets), and receive
+//! timestamps.
 
 use crate::config::TransportConfig;
 use crate::events::{EventQueue, LazyTimer, Target};
@@ -84,8 +85,10 @@ impl Receiver {
         let owd = now - packet.sent_ns;
         let queuing_delay = self.queuing_delay(owd);
         self.unacked += 1;
-        // RFC 9000 §13.2.1: at once when the packet arrives out of order or opens a gap.
-        if !self.cfg.delayed_ack || !in_order || self.unacked >= self.cfg.ack_every {
+        // RFC 9000 §13.2.1: at once when the packet arrives out of order or opens a gap; and
+        // in Linux's quick-ACK mode at the start (`tcp_incr_quickack`, `tcp_in_quickack_mode`).
+        let quick = self.packets_received <= u64::from(self.cfg.quick_acks);
+        if !self.cfg.delayed_ack || !in_order || quick || self.unacked >= self.cfg.ack_every {
             self.send_ack(now, frames, out);
         } else if self.ack_due_ns.is_none() {
             let due = now + duration_nanos(self.cfg.max_ack_delay);

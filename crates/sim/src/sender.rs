@@ -3,16 +3,19 @@
 //! (retransmitted data goes in new packets), ACK-range processing, RFC 9002 loss detection
 //! (packet threshold 3, time threshold 9/8 RTT), PTO with exponential backoff, persistent
 //! congestion, pacing, delivery-rate samples and one-way-delay samples for the controller.
+//! With [`LossRecovery::Tcp`], TCP's recovery instead ([`crate::tcp_recovery`]): packet
+//! threshold 3, the retransmission timeout, PRR, and RACK-TLP when asked for.
 //!
 //! ACK processing visits only packets above the previous largest acknowledged and the few
 //! outstanding packets below it ("holes"), so its cost does not grow with the window.
 
-use crate::config::TransportConfig;
+use crate::config::{LossRecovery, TransportConfig};
 use crate::events::{EventQueue, LazyTimer, Target};
 use crate::hist::Histogram;
 use crate::packet::{AckFrame, Body, Packet};
 use crate::stats::{EventSpan, FlowCounters, LossEpisodes};
 use crate::stream::SendStream;
+use crate::tcp_recovery::{Expiry, TcpLossRecovery};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::estimators::delivery_rate::DeliveryRateSampler;
 use kleinrock_cc::estimators::rtt::{RttEstimator, GRANULARITY};
@@ -55,6 +58,8 @@ struct Record {
     outcome: Outcome,
     /// Sent while the measurement window was open.
     in_window: bool,
+    /// Carries data sent before.
+    retx: bool,
     snapshot: DeliverySnapshot,
 }
 
@@ -92,6 +97,10 @@ pub struct Sender {
     /// so a sender without one stays small).
     host_rng: Option<Box<ChaCha8Rng>>,
     loss_time_ns: Option<u64>,
+    /// TCP's recovery, with [`LossRecovery::Tcp`] (boxed: most senders run QUIC's).
+    tcp: Option<Box<TcpLossRecovery>>,
+    /// Outstanding packets that carry data sent before.
+    retx_in_flight: u32,
     pto_count: u32,
     probes_due: u32,
     last_sent_ns: u64,
@@ -141,6 +150,11 @@ impl Sender {
             next_send_ns: 0,
             host_rng: cfg.host_rate.map(|_| Box::new(host_rng)),
             loss_time_ns: None,
+            tcp: match cfg.recovery {
+                LossRecovery::Quic => None,
+                LossRecovery::Tcp(t) => Some(Box::new(TcpLossRecovery::new(t))),
+            },
+            retx_in_flight: 0,
             pto_count: 0,
             probes_due: 0,
             last_sent_ns: 0,
@@ -326,6 +340,8 @@ impl Sender {
             self.detect_lost(now, stream);
             // The lost records leave the window (`max_in_flight`) as acknowledged ones do.
             self.pop_done_records();
+        } else if self.tcp.is_some() {
+            self.on_tcp_timer(now, stream);
         } else if self.pto_deadline().is_some_and(|t| t <= now) {
             self.pto_count += 1;
             self.stats.counters.ptos += 1;
@@ -387,6 +403,9 @@ impl Sender {
         self.cc.on_ack(Instant::from_nanos(now), &event);
         self.pto_count = 0;
         self.pop_done_records();
+        if self.tcp.is_some() {
+            self.on_tcp_ack(now, acked_bytes, stream);
+        }
         self.check_finished(now, stream);
         self.send_ready(now, stream, out);
         self.arm(now, stream, events);
@@ -429,8 +448,12 @@ impl Sender {
         });
     }
 
-    /// RFC 9002 §5.3: the peer's ACK delay, limited to max_ack_delay.
+    /// RFC 9002 §5.3: the peer's ACK delay, limited to max_ack_delay; none for TCP, whose
+    /// ACKs do not carry it (RFC 6298 takes samples whole).
     fn reported_ack_delay(&self, frame: &AckFrame) -> Duration {
+        if self.tcp.is_some() {
+            return Duration::ZERO;
+        }
         Duration::from_nanos(frame.ack_delay_ns).min(self.cfg.max_ack_delay)
     }
 
@@ -455,6 +478,7 @@ impl Sender {
             rec.outcome = Outcome::Acked;
             let rec = *rec;
             self.in_flight -= u64::from(rec.size);
+            self.retx_in_flight -= u32::from(rec.retx);
             bytes += u64::from(rec.size);
             self.stats.counters.bytes_acked += u64::from(rec.len);
             self.rate.on_packet_acked(
@@ -478,7 +502,10 @@ impl Sender {
         let Some(largest) = self.largest_acked else {
             return;
         };
-        let loss_delay = duration_nanos(self.rtt.loss_delay());
+        let loss_delay = match &self.tcp {
+            None => duration_nanos(self.rtt.loss_delay()),
+            Some(tcp) => tcp.loss_delay(&self.rtt).map_or(u64::MAX, duration_nanos),
+        };
         let mut loss_time: Option<u64> = None;
         let lost = &mut self.scratch_lost;
         lost.clear();
@@ -486,21 +513,26 @@ impl Sender {
         self.holes.retain(|&pn| {
             let sent = records[(pn - base) as usize].sent_ns;
             // RFC 9002 §6.1.1 (packet threshold) and §6.1.2 (time threshold).
-            if largest >= pn + PACKET_THRESHOLD || sent + loss_delay <= now {
+            let due = sent.saturating_add(loss_delay);
+            if largest >= pn + PACKET_THRESHOLD || due <= now {
                 lost.push(pn);
                 false
             } else {
-                loss_time = Some(loss_time.map_or(sent + loss_delay, |t| t.min(sent + loss_delay)));
+                if due != u64::MAX {
+                    loss_time = Some(loss_time.map_or(due, |t| t.min(due)));
+                }
                 true
             }
         });
         self.loss_time_ns = loss_time;
         if !self.scratch_lost.is_empty() {
-            self.on_lost(now, stream);
+            self.on_lost(now, stream, false);
         }
     }
 
-    fn on_lost(&mut self, now: u64, stream: &mut SendStream) {
+    /// Declares lost the packets in `scratch_lost` and reports them: as a retransmission
+    /// timeout if `timeout`, else as a loss (or QUIC's persistent congestion).
+    fn on_lost(&mut self, now: u64, stream: &mut SendStream, timeout: bool) {
         let prior_in_flight = self.in_flight;
         let lost = std::mem::take(&mut self.scratch_lost);
         let (mut bytes, mut newest_sent) = (0, 0);
@@ -509,6 +541,7 @@ impl Sender {
             rec.outcome = Outcome::Lost;
             let rec = *rec;
             self.in_flight -= u64::from(rec.size);
+            self.retx_in_flight -= u32::from(rec.retx);
             bytes += u64::from(rec.size);
             newest_sent = newest_sent.max(rec.sent_ns);
             if rec.in_window {
@@ -519,10 +552,15 @@ impl Sender {
         }
         self.stats.counters.packets_lost += lost.len() as u64;
         self.count_loss_event(now, newest_sent);
-        let persistent = self.is_persistent_congestion(&lost);
+        let persistent = timeout || (self.tcp.is_none() && self.is_persistent_congestion(&lost));
         if persistent {
             self.stats.counters.persistent_congestion += 1;
+        }
+        if persistent && !timeout {
             self.rtt.on_persistent_congestion();
+        }
+        if !persistent && self.tcp.is_some() {
+            self.enter_tcp_recovery();
         }
         let event = CongestionEvent {
             kind: if persistent {
@@ -610,8 +648,105 @@ impl Sender {
         }
     }
 
-    fn pto_deadline(&self) -> Option<u64> {
+    /// The next of TCP's timers, with [`LossRecovery::Tcp`]: the tail-loss probe or the
+    /// retransmission timeout.
+    fn tcp_expiry(&self) -> Option<(u64, Expiry)> {
+        let tcp = self.tcp.as_ref()?;
         if self.in_flight == 0 {
+            return None;
+        }
+        let one_in_flight = self.in_flight <= u64::from(self.cfg.packet_size);
+        tcp.next_expiry(
+            &self.rtt,
+            self.last_sent_ns,
+            one_in_flight,
+            self.cfg.max_ack_delay,
+        )
+    }
+
+    /// TCP's timer at `now`: the tail-loss probe (RFC 8985 §7.3: one packet, whatever the
+    /// window) or the retransmission timeout.
+    fn on_tcp_timer(&mut self, now: u64, stream: &mut SendStream) {
+        match self.tcp_expiry() {
+            Some((at, Expiry::Probe)) if at <= now => {
+                if let Some(tcp) = &mut self.tcp {
+                    tcp.on_probe();
+                }
+                self.stats.counters.ptos += 1;
+                self.probes_due = 1;
+            }
+            Some((at, Expiry::Timeout)) if at <= now => self.on_timeout(now, stream),
+            _ => {}
+        }
+    }
+
+    /// The retransmission timeout (RFC 6298 (5.4)-(5.6)): every packet in flight is lost
+    /// (Linux's `tcp_enter_loss`; ns-3 resends from the first unacknowledged byte), the
+    /// controller hears a timeout (RFC 5681 §3.1: the loss window), the timer backs off.
+    fn on_timeout(&mut self, now: u64, stream: &mut SendStream) {
+        let mut lost = std::mem::take(&mut self.scratch_lost);
+        lost.clear();
+        let records = self.records.iter().zip(self.base_pn..);
+        lost.extend(
+            records
+                .filter(|(r, _)| r.outcome == Outcome::Outstanding)
+                .map(|(_, pn)| pn),
+        );
+        self.scratch_lost = lost;
+        self.holes.clear();
+        self.loss_time_ns = None;
+        if let Some(tcp) = &mut self.tcp {
+            tcp.on_timeout();
+        }
+        self.on_lost(now, stream, true);
+        self.pop_done_records();
+    }
+
+    /// TCP enters recovery on a loss, when PRR is on and the controller sets no pacing rate
+    /// (one that does, as BBR, sets its window in recovery itself, as through Linux's
+    /// `cong_control` hook).
+    fn enter_tcp_recovery(&mut self) {
+        if self.cc.pacing_rate().is_some() {
+            return;
+        }
+        let Some(tcp) = self.tcp.as_deref_mut() else {
+            return;
+        };
+        if tcp.in_recovery() {
+            return;
+        }
+        // RFC 6937 §3.1: RecoverFS = snd.nxt - snd.una, the bytes from the first packet not
+        // acknowledged on.
+        let unacked = self
+            .records
+            .iter()
+            .skip_while(|r| r.outcome == Outcome::Acked);
+        let recover_fs = unacked.map(|r| u64::from(r.size)).sum();
+        tcp.enter_recovery(self.next_pn - 1, recover_fs);
+    }
+
+    /// TCP after an ACK of new data that delivered `delivered` bytes: the timer restarts,
+    /// recovery ends or PRR sets what may be sent until the next ACK.
+    fn on_tcp_ack(&mut self, now: u64, delivered: u64, stream: &SendStream) {
+        let Some(tcp) = self.tcp.as_deref_mut() else {
+            return;
+        };
+        tcp.on_new_ack(now, self.in_flight);
+        // RFC 6675 §5: recovery ends when the cumulative ACK covers the recovery point: all
+        // sent up to it is resolved, and none of the data it lost waits or is in flight again.
+        let covered =
+            |point: u64| self.base_pn > point && self.retx_in_flight == 0 && !stream.resending();
+        if tcp.recovery_point().is_some_and(covered) {
+            tcp.exit_recovery();
+        }
+        let ssthresh = self.cc.ssthresh().unwrap_or_else(|| self.cc.cwnd());
+        let mss = u64::from(self.cfg.packet_size);
+        tcp.on_recovery_ack(delivered, self.in_flight, ssthresh, mss);
+    }
+
+    /// QUIC's probe timeout (RFC 9002 §6.2.1), backed off.
+    fn pto_deadline(&self) -> Option<u64> {
+        if self.in_flight == 0 || self.tcp.is_some() {
             return None;
         }
         let base = duration_nanos(self.rtt.pto_base(self.cfg.max_ack_delay));
@@ -665,7 +800,11 @@ impl Sender {
     /// `max_in_flight` packets from the oldest unresolved one on (as a receive window bounds
     /// the data beyond the cumulative ACK), whatever the controller answers.
     fn has_room(&self) -> bool {
-        self.in_flight + u64::from(self.cfg.packet_size) <= self.cc.cwnd()
+        let window = match self.tcp.as_ref().and_then(|t| t.allowance()) {
+            Some(allowance) => allowance,
+            None => self.cc.cwnd(),
+        };
+        self.in_flight + u64::from(self.cfg.packet_size) <= window
             && self.records.len() < self.cfg.max_in_flight as usize
     }
 
@@ -690,8 +829,13 @@ impl Sender {
             size,
             outcome: Outcome::Outstanding,
             in_window: self.measuring,
+            retx,
             snapshot,
         });
+        self.retx_in_flight += u32::from(retx);
+        if let Some(tcp) = &mut self.tcp {
+            tcp.on_sent(now, u64::from(size), self.in_flight == u64::from(size));
+        }
         self.cc.on_sent(
             Instant::from_nanos(now),
             &SentPacket {
@@ -733,7 +877,10 @@ impl Sender {
         if !self.started || self.finished_ns.is_some() {
             return;
         }
-        let mut deadline = self.loss_time_ns.or_else(|| self.pto_deadline());
+        let mut deadline = match self.tcp_expiry() {
+            None => self.loss_time_ns.or_else(|| self.pto_deadline()),
+            Some((at, _)) => Some(self.loss_time_ns.map_or(at, |t| t.min(at))),
+        };
         if self.burst_cut {
             deadline = Some(now);
         } else if self.has_room() {

@@ -73,6 +73,11 @@ impl SendStream {
         }
     }
 
+    /// Whether lost chunks wait to be sent again.
+    pub fn resending(&self) -> bool {
+        !self.retransmit.is_empty()
+    }
+
     /// Whether every byte the application will offer has been handed out and nothing waits to
     /// be sent again.
     pub fn exhausted(&self) -> bool {

@@ -14,6 +14,18 @@ struct Log {
     sent_ns: Vec<u64>,
     acks: u64,
     congestion: Vec<CongestionKind>,
+    congestion_ns: Vec<u64>,
+}
+
+impl Log {
+    fn sent(&mut self, now: Instant) {
+        self.sent_ns.push(now.as_nanos());
+    }
+
+    fn congested(&mut self, now: Instant, e: &CongestionEvent) {
+        self.congestion.push(e.kind);
+        self.congestion_ns.push(now.as_nanos());
+    }
 }
 
 /// A fixed window, and a fixed pacing rate if any, that logs its inputs.
@@ -25,7 +37,7 @@ struct Recorder {
 
 impl Controller for Recorder {
     fn on_sent(&mut self, now: Instant, _packet: &SentPacket) {
-        self.log.lock().unwrap().sent_ns.push(now.as_nanos());
+        self.log.lock().unwrap().sent(now);
     }
     fn on_ack(&mut self, _now: Instant, ack: &AckEvent) {
         let mut log = self.log.lock().unwrap();
@@ -35,8 +47,8 @@ impl Controller for Recorder {
                 .push(s.receive_time.as_nanos() as i128 - s.sent_time.as_nanos() as i128);
         }
     }
-    fn on_congestion(&mut self, _now: Instant, e: &CongestionEvent) {
-        self.log.lock().unwrap().congestion.push(e.kind);
+    fn on_congestion(&mut self, now: Instant, e: &CongestionEvent) {
+        self.log.lock().unwrap().congested(now, e);
     }
     fn cwnd(&self) -> u64 {
         self.cwnd
@@ -80,6 +92,39 @@ fn simulate(
     simulate_with(recorder, links, reverse, transport, app)
 }
 
+/// A registry controller whose inputs are logged.
+struct Logged {
+    inner: Box<dyn Controller>,
+    log: Arc<Mutex<Log>>,
+}
+
+impl Controller for Logged {
+    fn on_sent(&mut self, now: Instant, packet: &SentPacket) {
+        self.log.lock().unwrap().sent(now);
+        self.inner.on_sent(now, packet);
+    }
+    fn on_ack(&mut self, now: Instant, ack: &AckEvent) {
+        self.log.lock().unwrap().acks += 1;
+        self.inner.on_ack(now, ack);
+    }
+    fn on_congestion(&mut self, now: Instant, e: &CongestionEvent) {
+        self.log.lock().unwrap().congested(now, e);
+        self.inner.on_congestion(now, e);
+    }
+    fn cwnd(&self) -> u64 {
+        self.inner.cwnd()
+    }
+    fn ssthresh(&self) -> Option<u64> {
+        self.inner.ssthresh()
+    }
+    fn pacing_rate(&self) -> Option<Rate> {
+        self.inner.pacing_rate()
+    }
+    fn state(&self) -> ControllerState {
+        self.inner.state()
+    }
+}
+
 /// Runs one flow driven by the [`Recorder`] that `recorder` makes around a fresh log.
 fn simulate_with(
     recorder: impl FnOnce(Arc<Mutex<Log>>) -> Recorder,
@@ -90,13 +135,25 @@ fn simulate_with(
 ) -> (SimResult, Arc<Mutex<Log>>) {
     let log = Arc::new(Mutex::new(Log::default()));
     let controller = Box::new(recorder(log.clone()));
-    let result = Simulator::new(SimConfig {
+    let flow = (controller as Box<dyn Controller>, transport, app);
+    (simulate_full(flow, links, reverse, vec![]), log)
+}
+
+/// Runs one flow of `controller`, `transport` and `app` for 60 s over `links` (the forward
+/// path the first), with the delay changes `route_changes`.
+fn simulate_full(
+    (controller, transport, app): (Box<dyn Controller>, TransportConfig, AppConfig),
+    links: Vec<LinkConfig>,
+    reverse: Vec<usize>,
+    route_changes: Vec<RouteChange>,
+) -> SimResult {
+    Simulator::new(SimConfig {
         duration: Duration::from_secs(60),
         seed: 3,
         warmup: Duration::ZERO,
         trace_interval: None,
         links,
-        route_changes: vec![],
+        route_changes,
         flows: vec![FlowConfig {
             name: "f".into(),
             kind: FlowKind::Reliable {
@@ -112,8 +169,7 @@ fn simulate_with(
         }],
         tunnels: Vec::new(),
     })
-    .run();
-    (result, log)
+    .run()
 }
 
 /// One flow over `forward` and a 25 ms return link.
@@ -377,4 +433,158 @@ fn a_rate_step_applies_to_the_packet_on_the_wire() {
         (36_000_000..36_200_000).contains(&done),
         "arrived at {done} ns"
     );
+}
+
+/// TCP's recovery with RFC 6298's timeout floored at `min_rto` in `form`, PRR if `prr`.
+fn tcp(min_rto_ms: u64, form: RtoForm, prr: bool) -> TransportConfig {
+    TransportConfig {
+        pacing: false,
+        recovery: LossRecovery::Tcp(TcpRecovery {
+            min_rto: Duration::from_millis(min_rto_ms),
+            rto: form,
+            prr,
+            ..TcpRecovery::default()
+        }),
+        ..TransportConfig::default()
+    }
+}
+
+/// A NewReno flow over 10 Mbit/s with 25 ms each way and a 20-packet buffer (so the RTT
+/// stays within 50 to 75 ms); at 1 s the forward delay becomes 30 s, so from then on nothing
+/// sent is acknowledged: the times of the timeouts and of the sends.
+fn blackout(transport: TransportConfig) -> (Vec<u64>, Vec<u64>) {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let config = kleinrock_cc::ControllerConfig {
+        loss_window_packets: transport.loss_window_packets(),
+        ..kleinrock_cc::ControllerConfig::default()
+    };
+    let inner = kleinrock_cc::build("newreno", &Default::default(), &config).unwrap();
+    let controller = Box::new(Logged {
+        inner,
+        log: log.clone(),
+    });
+    let links = vec![link("fwd", 25, 20), link("return", 25, 1000)];
+    let cut = RouteChange {
+        link: 0,
+        at: Duration::from_secs(1),
+        delay: Duration::from_secs(30),
+    };
+    simulate_full((controller, transport, BULK), links, vec![1], vec![cut]);
+    let log = log.lock().unwrap();
+    let events = log.congestion.iter().zip(&log.congestion_ns);
+    let timeouts = events.filter(|(k, _)| **k == CongestionKind::PersistentCongestion);
+    (timeouts.map(|(_, &t)| t).collect(), log.sent_ns.clone())
+}
+
+#[test]
+fn the_timeout_fires_at_its_floor_doubles_and_leaves_one_packet_in_flight() {
+    // RFC 6298 (2.4): with a 50 ms RTT the timeout is its 1 s floor, counted from the last
+    // ACK of new data (5.3); (5.5): it doubles on each expiry, restarted by the one
+    // retransmission (5.6) that RFC 5681 §3.1's loss window of one segment lets out.
+    let (timeouts, sent) = blackout(tcp(1000, RtoForm::Rfc6298, true));
+    let gaps: Vec<u64> = timeouts.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(gaps[..4], [2e9 as u64, 4e9 as u64, 8e9 as u64, 16e9 as u64]);
+    // The last ACK came back at 1.05 s and up to 25 ms of queue: the first timeout 1 s later.
+    let first = timeouts[0] as f64 / 1e9;
+    assert!((2.0..2.2).contains(&first), "first timeout at {first} s");
+    for w in timeouts.windows(2) {
+        let between = sent.iter().filter(|&&t| t >= w[0] && t < w[1]).count();
+        assert_eq!(between, 1, "one packet out between timeouts at {w:?}");
+    }
+    // Linux's form: srtt + max(4 rttvar, 200 ms), 250 to 300 ms here, after the last ACK
+    // (1.05 to 1.075 s).
+    let (linux, _) = blackout(tcp(200, RtoForm::Linux, true));
+    let first = linux[0] as f64 / 1e6;
+    assert!(
+        (1300.0..1375.0).contains(&first),
+        "first timeout at {first} ms"
+    );
+    assert_eq!(linux[2] - linux[1], 2 * (linux[1] - linux[0]));
+}
+
+/// A window of 120 packets that halves, once, at the first loss.
+struct HalvesOnce {
+    cwnd: u64,
+    log: Arc<Mutex<Log>>,
+}
+
+impl Controller for HalvesOnce {
+    fn on_sent(&mut self, now: Instant, _packet: &SentPacket) {
+        self.log.lock().unwrap().sent(now);
+    }
+    fn on_ack(&mut self, _now: Instant, _ack: &AckEvent) {}
+    fn on_congestion(&mut self, now: Instant, e: &CongestionEvent) {
+        let mut log = self.log.lock().unwrap();
+        if log.congestion.is_empty() {
+            self.cwnd /= 2;
+        }
+        log.congested(now, e);
+    }
+    fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+    fn state(&self) -> ControllerState {
+        ControllerState::default()
+    }
+}
+
+/// The longest gap between two sends after the first round trip, unpaced, with a window of
+/// 120 packets halved at the first loss (0.1 % random loss after a 10 Mbit/s link, 25 ms each
+/// way, 1000 packets of buffer): both windows are above the 41-packet BDP, so only the
+/// reduction can leave the link idle. Also the time of the first loss.
+fn longest_send_gap(prr: bool) -> (u64, u64) {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let controller = Box::new(HalvesOnce {
+        cwnd: 120 * 1500,
+        log: log.clone(),
+    });
+    let mut fwd = link("fwd", 25, 1000);
+    fwd.loss = LossConfig::Bernoulli { p: 0.001 };
+    fwd.loss_at = LossPoint::Delivery;
+    let links = vec![fwd, link("return", 25, 1000)];
+    let flow = (
+        controller as Box<dyn Controller>,
+        tcp(200, RtoForm::Linux, prr),
+        BULK,
+    );
+    simulate_full(flow, links, vec![1], vec![]);
+    let log = log.lock().unwrap();
+    let after_start = log.sent_ns.iter().skip_while(|&&t| t < 100_000_000);
+    let sent: Vec<u64> = after_start.copied().collect();
+    let gap = sent.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+    (gap, log.congestion_ns[0])
+}
+
+#[test]
+fn prr_keeps_sending_through_recovery_where_halving_the_window_pauses() {
+    // RFC 6937 §1: without PRR the sender halves its window and waits until half the flight
+    // has been acknowledged (60 packets, 72 ms at 1.2 ms each); PRR sends one packet for every
+    // two delivered from the start of recovery, so no gap exceeds a few packet times (5 ms
+    // leaves room for two losses in a row).
+    let (with, first_loss) = longest_send_gap(true);
+    assert!(first_loss < 30_000_000_000, "a loss within the run");
+    assert!(with < 5_000_000, "longest gap with PRR {with} ns");
+    let (without, _) = longest_send_gap(false);
+    assert!(without > 60_000_000, "longest gap without PRR {without} ns");
+}
+
+#[test]
+fn quick_acks_acknowledge_the_first_packets_at_once() {
+    // Linux's quick-ACK mode at the start (TCP_MAX_QUICKACKS = 16): 40 packets sent in one
+    // window, the first 16 ACKed one by one, the other 24 two by two.
+    let app = AppConfig::Bulk {
+        bytes: Some(40 * 1460),
+    };
+    let acks = |quick_acks| {
+        let t = TransportConfig {
+            delayed_ack: true,
+            quick_acks,
+            ..TransportConfig::default()
+        };
+        run(100, link("fwd", 25, 100), t, app).0.flows[0]
+            .counters
+            .acks_sent
+    };
+    assert_eq!(acks(16), 16 + 12);
+    assert_eq!(acks(0), 20);
 }

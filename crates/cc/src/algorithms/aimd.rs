@@ -61,6 +61,8 @@ pub trait AimdRule: Send {
 pub struct Aimd<R> {
     mss: u64,
     min_window: u64,
+    /// The window after a timeout or persistent congestion.
+    loss_window: u64,
     cwnd: u64,
     ssthresh: u64,
     recovery: RecoveryEpoch,
@@ -82,6 +84,7 @@ impl<R: AimdRule> Aimd<R> {
         Aimd {
             mss: config.max_datagram_size,
             min_window: config.minimum_window(),
+            loss_window: config.loss_window(),
             cwnd: initial_window,
             ssthresh: INFINITE,
             recovery: RecoveryEpoch::default(),
@@ -170,8 +173,9 @@ impl<R: AimdRule> Controller for Aimd<R> {
             self.increase.reset();
         }
         if event.kind == CongestionKind::PersistentCongestion {
-            // RFC 9002 §7.6.2: cwnd = kMinimumWindow, recovery start forgotten (Appendix B).
-            self.cwnd = self.min_window;
+            // RFC 9002 §7.6.2: cwnd = kMinimumWindow (on TCP's timeout the loss window,
+            // RFC 5681 §3.1), recovery start forgotten (RFC 9002 Appendix B).
+            self.cwnd = self.loss_window;
             self.recovery.clear();
             self.increase.reset();
             self.rule.on_persistent_congestion(now);

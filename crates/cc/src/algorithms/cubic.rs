@@ -279,6 +279,8 @@ const INFINITE: u64 = u64::MAX;
 pub struct Cubic {
     mss: f64,
     min_window: u64,
+    /// The window after a timeout or persistent congestion.
+    loss_window: u64,
     beta: f64,
     /// C converted to bytes / s³.
     c_bytes: f64,
@@ -323,6 +325,7 @@ impl Cubic {
         Cubic {
             mss,
             min_window: config.minimum_window(),
+            loss_window: config.loss_window(),
             beta: params.beta,
             c_bytes: params.c * mss,
             // RFC 9438 §4.3: α_cubic = 3 (1 - β_cubic) / (1 + β_cubic).
@@ -538,9 +541,10 @@ impl Controller for Cubic {
             CongestionKind::PersistentCongestion => {
                 // RFC 9438 §4.8: ssthresh from β_cubic (unless a loss event for these packets
                 // already reduced it), then Reno's timeout response: cwnd = minimum window
-                // (RFC 9002 §7.6.2), slow start, recovery start forgotten.
+                // (RFC 9002 §7.6.2; on TCP's timeout the loss window, RFC 5681 §3.1), slow
+                // start, recovery start forgotten.
                 self.congestion_event(now, event.largest_sent_time);
-                self.cwnd = self.min_window as f64;
+                self.cwnd = self.loss_window as f64;
                 self.recovery.clear();
                 self.epoch_start = None;
                 self.origin_at_epoch_start = true;
@@ -628,8 +632,7 @@ mod tests {
         ControllerConfig {
             max_datagram_size: MSS,
             initial_window_packets,
-            minimum_window_packets: 2,
-            seed: 0,
+            ..ControllerConfig::default()
         }
     }
 

@@ -252,6 +252,8 @@ const INFINITE: u64 = u64::MAX;
 pub(crate) struct WestwoodCore {
     mss: u64,
     min_window: u64,
+    /// The window after a timeout or persistent congestion.
+    loss_window: u64,
     cwnd: u64,
     ssthresh: u64,
     recovery: RecoveryEpoch,
@@ -267,6 +269,7 @@ impl WestwoodCore {
         WestwoodCore {
             mss: config.max_datagram_size,
             min_window: config.minimum_window(),
+            loss_window: config.loss_window(),
             cwnd: config.initial_window(),
             ssthresh: INFINITE,
             recovery: RecoveryEpoch::default(),
@@ -344,11 +347,12 @@ impl WestwoodCore {
             }
             CongestionKind::PersistentCongestion => {
                 // tcp_westwood.c CA_EVENT_LOSS: ssthresh = BWE x RTT_min, RTT_min taken afresh
-                // from the next sample; cwnd = minimum window (RFC 9002 §7.6.2). A new recovery
+                // from the next sample; cwnd = minimum window (RFC 9002 §7.6.2), or on TCP's
+                // timeout the loss window (RFC 5681 §3.1). A new recovery
                 // period starts now, so losses of packets sent before are not acted on again
                 // (Linux stays in its Loss state until that data is acknowledged).
                 self.ssthresh = self.bw_rtt_min();
-                self.cwnd = self.min_window;
+                self.cwnd = self.loss_window;
                 self.increase.reset();
                 self.rtt_min.reset();
                 self.recovery.clear();
