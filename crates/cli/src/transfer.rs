@@ -128,7 +128,9 @@ fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
         return Err("a transfer scenario needs exactly one flow".into());
     };
     if flow.forward.len() != 1 || flow.reverse.len() != 1 {
-        return Err("a transfer flow crosses one link each way".into());
+        return Err(
+            "a transfer flow crosses one link each way; longer paths are simulator-only".into(),
+        );
     }
     match &flow.transport {
         FlowTransport::Reliable { transport, .. } => live::noq_transport(transport)?,
