@@ -10,6 +10,8 @@ use std::time::Duration;
 pub const MAX_TIME: Duration = Duration::from_secs(10 * 86_400);
 /// Largest link delay or jitter: 10 s.
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
+/// Largest delivery-trace file (`rate_trace`), bytes: ten million lines of a few digits.
+pub const MAX_TRACE_BYTES: u64 = 100 << 20;
 /// Largest `bdp_rtt`: 60 s.
 pub const MAX_BDP_RTT: Duration = Duration::from_secs(60);
 /// Shortest trace interval: 1 µs.
@@ -185,6 +187,7 @@ pub fn accepted(path: &str) -> Option<&'static str> {
         }
         "policer" => "a table { rate = \"10Mbps\", burst = \"100KB\" }",
         "rate_schedule" => "a list of { at = \"5s\", rate = \"10Mbps\" } tables",
+        "rate_trace" => "a file name, relative to the scenario file (a mahimahi trace)",
         "delay_schedule" => "a list of { at = \"5s\", delay = \"20ms\" } tables",
         _ => return None,
     })

@@ -9,6 +9,7 @@ use crate::tunnel::{resolve_tunnel, TunnelPlan, TunnelSpec};
 use kleinrock_cc::controller::units::{parse_bytes, parse_duration, parse_rate};
 use kleinrock_cc::registry::find;
 use kleinrock_cc::{build, BuildError, ControllerConfig, ParamValue, Params, Rate};
+use kleinrock_sim::delivery_trace::DeliveryTrace;
 use kleinrock_sim::TunnelConfig;
 use kleinrock_sim::{
     AppConfig, ArrivalConfig, BufferLimit, ControllerFactory, DccpConfig, FlowConfig, FlowKind,
@@ -67,7 +68,8 @@ fn default_seed() -> u64 {
 #[serde(deny_unknown_fields)]
 struct LinkSpec {
     name: String,
-    rate: String,
+    rate: Option<String>,
+    rate_trace: Option<String>,
     #[serde(default)]
     delay: Option<String>,
     jitter: Option<String>,
@@ -484,7 +486,8 @@ pub fn parse(
                 format!("{}{context}", in_user_words(&field, e.inner())),
             )
         })?;
-        let mut scenario = resolve(spec, default_name, point.clone())
+        let base = Path::new(origin).parent().unwrap_or(Path::new(""));
+        let mut scenario = resolve(spec, default_name, point.clone(), base)
             .map_err(|(f, m)| err(&f, format!("{m}{context}")))?;
         tables += scenario.links.len() + scenario.flows.len() + scenario.tunnel_paths();
         if tables > limits::MAX_SWEEP_TABLES {
@@ -699,7 +702,14 @@ pub(crate) fn field<T>(name: impl Into<String>, r: Result<T, String>) -> FieldRe
     r.map_err(|m| (name.into(), m))
 }
 
-fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult<Scenario> {
+/// Validates one point's tree; `base` is the directory that relative file names (a link's
+/// `rate_trace`) start from.
+fn resolve(
+    spec: FileSpec,
+    default_name: &str,
+    point: SweepPoint,
+    base: &Path,
+) -> FieldResult<Scenario> {
     let duration = field("duration", time_value(&spec.duration))?;
     if duration.is_zero() {
         return Err(("duration".into(), "must be positive".into()));
@@ -788,7 +798,7 @@ fn resolve(spec: FileSpec, default_name: &str, point: SweepPoint) -> FieldResult
         )
         .collect();
     for (i, l) in spec.links.iter().enumerate() {
-        links.push(resolve_link(l, i, &flows, &routes, &spec.links)?);
+        links.push(resolve_link(l, (i, base), &flows, &routes, &spec.links)?);
         route_changes.extend(resolve_delay_schedule(&l.delay_schedule, i)?);
     }
     Ok(Scenario {
@@ -907,17 +917,64 @@ fn resolve_delay_schedule(steps: &[DelayStepSpec], i: usize) -> FieldResult<Vec<
     Ok(out)
 }
 
-/// Link `i` of the file; `routes` are the forward and reverse paths of every flow and tunnel
-/// path, the first that crosses it giving the RTT of a buffer sized in BDP.
+/// A link's rate: its `rate`, or the mean of its `rate_trace` and the trace, read from the
+/// file (relative to `base`).
+fn resolve_rate(
+    l: &LinkSpec,
+    base: &Path,
+    at: &dyn Fn(&str) -> String,
+) -> FieldResult<(Rate, Option<DeliveryTrace>)> {
+    let file = match (&l.rate, &l.rate_trace) {
+        (Some(r), None) => return Ok((field(at("rate"), rate_value(r))?, None)),
+        (None, Some(file)) => file,
+        (Some(_), Some(_)) => {
+            let message = "a link has a rate or a rate_trace, not both";
+            return Err((at("rate_trace"), message.into()));
+        }
+        (None, None) => {
+            let message = "missing; accepted: a rate such as \"10Mbps\", or rate_trace = \
+                           \"FILE\" (a mahimahi trace: one delivery time in ms per line)";
+            return Err((at("rate"), message.into()));
+        }
+    };
+    if !l.rate_schedule.is_empty() {
+        let message = "a link paced by rate_trace follows its trace; it has no rate steps";
+        return Err((at("rate_schedule"), message.into()));
+    }
+    let path = base.join(file);
+    let trace =
+        read_trace(&path).map_err(|m| (at("rate_trace"), format!("{}: {m}", path.display())))?;
+    let rate = field(at("rate_trace"), rate_within(trace.mean_rate()))?;
+    Ok((rate, Some(trace)))
+}
+
+/// A delivery trace from `path`, at most [`limits::MAX_TRACE_BYTES`] long.
+fn read_trace(path: &Path) -> Result<DeliveryTrace, String> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read: {e}"))?
+        .len();
+    if size > limits::MAX_TRACE_BYTES {
+        return Err(format!(
+            "{size} bytes; accepted: trace files of at most {} bytes",
+            limits::MAX_TRACE_BYTES
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
+    DeliveryTrace::parse(&text)
+}
+
+/// Link `i` of the file (whose relative file names start from `base`); `routes` are the
+/// forward and reverse paths of every flow and tunnel path, the first that crosses it giving
+/// the RTT of a buffer sized in BDP.
 fn resolve_link(
     l: &LinkSpec,
-    i: usize,
+    (i, base): (usize, &Path),
     flows: &[FlowPlan],
     routes: &[(&[usize], &[usize])],
     all: &[LinkSpec],
 ) -> FieldResult<LinkConfig> {
     let at = |f: &str| format!("links[{i}].{f}");
-    let rate = field(at("rate"), rate_value(&l.rate))?;
+    let (rate, delivery_trace) = resolve_rate(l, base, &at)?;
     let delay = match &l.delay {
         Some(d) => field(at("delay"), delay_value(d))?,
         None => Duration::ZERO,
@@ -1023,6 +1080,7 @@ fn resolve_link(
         name: l.name.clone(),
         rate,
         schedule,
+        delivery_trace,
         delay,
         jitter,
         loss,

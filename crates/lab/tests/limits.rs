@@ -267,6 +267,7 @@ fn every_field_of_the_wrong_type_says_what_it_accepts() {
         ("loss_at", "5"),
         ("policer", "5"),
         ("rate_schedule", "5"),
+        ("rate_trace", "5"),
         ("delay_schedule", "\"x\""),
     ];
     let flows = [
@@ -528,4 +529,57 @@ fn dccp_and_datagram_flows_refuse_the_reliable_transports_options() {
             .replace("cc = \"cubic\"\n", "")
             .replace("reverse_path = [\"return\"]\n", "");
     refused(&datagram, "flows[0].recovery", &["reliable transport"]);
+}
+
+/// `base()` with its bottleneck paced by trace `trace_text`, both written to a fresh folder;
+/// the outcome of loading the scenario from there.
+fn with_trace(
+    name: &str,
+    link_lines: &str,
+    trace_text: &str,
+) -> Result<ScenarioSet, ScenarioError> {
+    let dir = std::env::temp_dir().join(format!("kr-trace-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(dir.join("traces")).expect("a folder");
+    std::fs::write(dir.join("traces/t.trace"), trace_text).expect("the trace");
+    let text = link(link_lines).replacen("rate = \"10Mbps\"\n", "", 1);
+    let file = dir.join("s.toml");
+    std::fs::write(&file, text).expect("the scenario");
+    let set = kleinrock_lab::scenario::load(&file, &[]);
+    std::fs::remove_dir_all(&dir).expect("cleaned up");
+    set
+}
+
+#[test]
+fn a_rate_trace_is_read_beside_the_scenario_and_a_bad_one_names_its_line() {
+    let traced = "rate_trace = \"traces/t.trace\"";
+    // One opportunity per ms for 4 ms, repeating: 12.032 Mbit/s.
+    let set = with_trace("good", traced, "1\n2\n3\n4\n").expect("loads");
+    let l = &set.points[0].links[0];
+    let trace = l.delivery_trace.as_ref().expect("a trace");
+    assert_eq!(trace.len(), 4);
+    assert!((l.rate.bits_per_sec() - 12.032e6).abs() < 1.0);
+    for (name, text, words) in [
+        ("empty", "", &["t.trace", "no lines"][..]),
+        (
+            "word",
+            "1\nfast\n",
+            &["line 2", "`fast`", "milliseconds"][..],
+        ),
+        ("back", "5\n3\n", &["line 2", "must not decrease"][..]),
+    ] {
+        let e = with_trace(name, traced, text).expect_err("refused");
+        assert_eq!(e.field, "links[0].rate_trace", "{e}");
+        for w in words {
+            assert!(e.message.contains(w), "`{w}` not in: {e}");
+        }
+    }
+    let both = format!("{traced}\nrate = \"5Mbps\"");
+    let e = with_trace("both", &both, "1\n").expect_err("refused");
+    assert!(e.message.contains("not both"), "{e}");
+    let e = with_trace("none", "", "1\n").expect_err("refused");
+    assert_eq!(e.field, "links[0].rate", "{e}");
+    assert!(e.message.contains("rate_trace"), "{e}");
+    let e =
+        with_trace("missing", "rate_trace = \"traces/nope.trace\"", "1\n").expect_err("refused");
+    assert!(e.message.contains("nope.trace: cannot read"), "{e}");
 }

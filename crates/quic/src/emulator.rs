@@ -1504,6 +1504,7 @@ mod tests {
             name: "l".into(),
             rate: Rate::from_bits_per_sec(mbps * 1e6),
             schedule: vec![],
+            delivery_trace: None,
             delay: Duration::ZERO,
             jitter: Duration::ZERO,
             loss: LossConfig::None,

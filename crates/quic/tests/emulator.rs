@@ -4,6 +4,7 @@
 
 use kleinrock_cc::Rate;
 use kleinrock_quic::emulator::{self, wire_bytes, EmulatorConfig, EmulatorError, EmulatorStats};
+use kleinrock_sim::delivery_trace::{DeliveryTrace, OPPORTUNITY_BYTES};
 use kleinrock_sim::{BufferLimit, LinkConfig, QdiscConfig};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -719,4 +720,86 @@ fn idle_clients_give_their_slots_back() {
     );
     assert!(addrs.contains(&steady.local_addr().unwrap()));
     assert!(addrs.contains(&newcomer.local_addr().unwrap()));
+}
+
+/// A trace of `cycles` repetitions of the opportunity gaps `gaps` (ms), as its text.
+fn trace_text(gaps: &[u64], cycles: usize) -> String {
+    let mut t = 0;
+    let mut text = String::new();
+    for gap in gaps.iter().cycle().take(gaps.len() * cycles) {
+        t += gap;
+        text += &format!("{t}\n");
+    }
+    text
+}
+
+#[test]
+fn a_traced_link_delivers_at_the_traces_opportunities_within_a_millisecond() {
+    let _g = serial();
+    // Uneven gaps, so that only one alignment of deliveries and opportunities fits: 6 per
+    // 14 ms, 5.16 Mbit/s. The source sends 1504-byte packets at twice that, so after the
+    // first 100 ms the queue never empties and each opportunity carries one packet.
+    let gaps = [1, 3, 2, 5, 1, 2];
+    let trace = DeliveryTrace::parse(&trace_text(&gaps, 60)).expect("a trace");
+    let delay = Duration::from_millis(5);
+    let mut forward = link("fwd", 1.0, delay, 1000);
+    forward.rate = trace.mean_rate();
+    forward.delivery_trace = Some(trace.clone());
+    let sink = udp();
+    let server = sink.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let rx = receiver(sink, false, Arc::clone(&stop));
+    let emu =
+        emulator::start(config(server, forward, link("rev", 10.0, delay, 100))).expect("start");
+    let client = udp();
+    let payload = OPPORTUNITY_BYTES as usize - 28;
+    let mbps = trace.mean_rate().bits_per_sec() * 2.0 / 1e6;
+    constant_rate(
+        &client,
+        emu.listen_addr(),
+        payload,
+        mbps,
+        Duration::from_millis(1500),
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    let stats = emu.shutdown();
+    stop.store(true, Ordering::Relaxed);
+    let got = rx.join().unwrap();
+    report("trace", &stats);
+    let timing = judge_timing(&stats);
+    let at: Vec<f64> = got.iter().skip(40).map(|r| r.at_ns as f64).collect();
+    assert!(at.len() > 500, "only {} deliveries", at.len());
+    // The k-th delivery is opportunity n0 + k at the emulator's start plus the trace time
+    // plus the delay: the best n0 in one period, and the deliveries' error from it.
+    let errors = |n0: u64| -> Vec<f64> {
+        let offset: Vec<f64> = (0..at.len())
+            .map(|k| at[k] - trace.time_ns(n0 + k as u64) as f64)
+            .collect();
+        let mut sorted = offset.clone();
+        let median = quantile(&mut sorted, 0.5);
+        offset.iter().map(|o| (o - median).abs()).collect()
+    };
+    let worst = |n0: u64| errors(n0).iter().copied().fold(0.0, f64::max);
+    let n0 = (0..trace.len() as u64)
+        .min_by(|&a, &b| worst(a).total_cmp(&worst(b)))
+        .expect("a period");
+    let mut e = errors(n0);
+    let p99 = quantile(&mut e, 0.99);
+    eprintln!(
+        "trace: {} deliveries, |error| p99 {:.1} us max {:.1} us",
+        at.len(),
+        p99 / 1e3,
+        worst(n0) / 1e3
+    );
+    assert!(
+        !timing || p99 <= 1e6,
+        "deliveries off the trace by {p99} ns at p99"
+    );
+    // Any other alignment (but a whole cycle of the gaps later) is off by at least a
+    // millisecond somewhere.
+    let second = (0..trace.len() as u64)
+        .filter(|&n| n.abs_diff(n0) % gaps.len() as u64 != 0)
+        .map(worst)
+        .fold(f64::INFINITY, f64::min);
+    assert!(second >= 1e6, "another alignment fits within {second} ns");
 }

@@ -1,6 +1,7 @@
 //! What a simulation is made of, as plain values: links, flows, applications and transport
 //! settings. The lab crate builds these from scenario files; tests build them directly.
 
+use crate::delivery_trace::DeliveryTrace;
 use crate::loss::LossConfig;
 use crate::queue::{BufferLimit, QdiscConfig};
 use kleinrock_cc::multipath::reorder::ReorderConfig;
@@ -30,6 +31,9 @@ pub struct LinkConfig {
     pub rate: Rate,
     /// Rate steps: from each time on, the given rate.
     pub schedule: Vec<(Duration, Rate)>,
+    /// Delivery opportunities that pace the transmitter instead of the rate (which is then
+    /// the trace's mean, for reports; no rate steps).
+    pub delivery_trace: Option<DeliveryTrace>,
     /// Propagation delay.
     pub delay: Duration,
     /// Extra delay drawn uniformly from `[0, jitter]` per packet, never reordering packets.
@@ -59,6 +63,7 @@ impl LinkConfig {
             name: name.into(),
             rate,
             schedule: Vec::new(),
+            delivery_trace: None,
             delay,
             jitter: Duration::ZERO,
             loss: LossConfig::None,

@@ -20,6 +20,7 @@ pub mod config;
 pub mod connection;
 pub mod datagram;
 pub mod dccp;
+pub mod delivery_trace;
 pub mod events;
 pub mod hist;
 pub mod link;

@@ -1,10 +1,12 @@
 //! A link: random loss on arrival (or on delivery, after the queue and the pipe), a queue, a
-//! transmitter at the link's rate, and a
+//! transmitter at the link's rate (or at a delivery trace's opportunities,
+//! [`crate::delivery_trace`]), and a
 //! propagation pipe that holds packets in a ring buffer with only its head scheduled. At most
 //! one transmit and one arrival event are pending per link. A packet never arrives before the
 //! one ahead of it, whatever jitter or a route change does to its own propagation time.
 
 use crate::config::{LinkConfig, LossPoint, PolicerConfig};
+use crate::delivery_trace::TraceTransmitter;
 use crate::events::{EventQueue, Target};
 use crate::loss::LossProcess;
 use crate::queue::{Queue, Queued};
@@ -45,6 +47,8 @@ pub struct Link {
     loss_at: LossPoint,
     policer: Option<Bucket>,
     queue: Queue,
+    /// With a delivery trace, the transmitter it paces (the rate is then its mean).
+    trace: Option<Box<TraceTransmitter>>,
     in_service: Option<Queued>,
     tx_done_ns: u64,
     pipe: VecDeque<(u64, u32)>,
@@ -80,6 +84,10 @@ impl Link {
             loss_at: config.loss_at,
             policer: config.policer.map(Bucket::new),
             queue: Queue::new(config.qdisc, config.buffer),
+            trace: config
+                .delivery_trace
+                .clone()
+                .map(|t| Box::new(TraceTransmitter::new(t))),
             in_service: None,
             tx_done_ns: 0,
             pipe: VecDeque::new(),
@@ -105,7 +113,10 @@ impl Link {
     fn account(&mut self, now: u64) {
         let dt = now.saturating_sub(self.last_account_ns);
         if dt > 0 {
-            let capacity = self.rate.bytes_per_sec() * dt as f64 * 1e-9;
+            let capacity = match &self.trace {
+                Some(t) => t.capacity_bytes(self.last_account_ns, now),
+                None => self.rate.bytes_per_sec() * dt as f64 * 1e-9,
+            };
             self.counters.fill_integral += self.queue.fill() * dt as f64;
             self.counters.capacity_bytes += capacity;
             if self.in_service.is_some() {
@@ -144,9 +155,11 @@ impl Link {
     }
 
     fn start_transmission(&mut self, now: u64, q: Queued, events: &mut EventQueue) {
-        let ns = (f64::from(q.size) * self.ns_per_byte).round() as u64;
+        self.tx_done_ns = match &mut self.trace {
+            Some(t) => t.serve(now, q.size),
+            None => now + ((f64::from(q.size) * self.ns_per_byte).round() as u64).max(1),
+        };
         self.in_service = Some(q);
-        self.tx_done_ns = now + ns.max(1);
         events.push(self.tx_done_ns, Target::LinkTransmit(self.id));
     }
 
@@ -326,6 +339,7 @@ impl Bucket {
 mod tests {
     use super::*;
     use crate::config::LinkConfig;
+    use crate::delivery_trace::{DeliveryTrace, OPPORTUNITY_BYTES};
     use crate::queue::BufferLimit;
     use kleinrock_cc::Rate;
     use rand::SeedableRng;
@@ -348,6 +362,64 @@ mod tests {
             size: 1500,
             class: 0,
         }
+    }
+
+    /// Runs `link`'s events to the end: each packet with the time it arrives at the far end.
+    fn drain(link: &mut Link, events: &mut EventQueue) -> Vec<(u64, u32)> {
+        let mut arrived = Vec::new();
+        while let Some((t, target)) = events.pop() {
+            match target {
+                Target::LinkTransmit(_) => link.on_transmitted(t, events),
+                Target::LinkArrival(_) => {
+                    let mut out = Vec::new();
+                    link.take_arrivals(t, &mut out, &mut Vec::new(), events);
+                    arrived.extend(out.into_iter().map(|p| (t, p)));
+                }
+                _ => {}
+            }
+        }
+        arrived
+    }
+
+    #[test]
+    fn a_traced_link_delivers_at_its_opportunities_exactly() {
+        // mahimahi's mm-link: each opportunity carries 1504 bytes; the trace repeats with a
+        // period of its last time; a packet at an idle link waits for the next opportunity.
+        let trace = DeliveryTrace::parse("2\n2\n5\n9\n10\n").unwrap();
+        let mut link = link_12mbps(20, 1000, |c| c.delivery_trace = Some(trace.clone()));
+        let mut events = EventQueue::new();
+        let full = |packet| Queued {
+            packet,
+            size: OPPORTUNITY_BYTES,
+            class: 0,
+        };
+        for p in 0..12 {
+            link.arrive(0, full(p), &mut events);
+        }
+        let arrived = drain(&mut link, &mut events);
+        let expected: Vec<(u64, u32)> = (0..12)
+            .map(|n| (trace.time_ns(n) + 20_000_000, n as u32))
+            .collect();
+        assert_eq!(arrived, expected);
+        // At an idle link at 30.5 ms: the first of the two opportunities at 32 ms; the second
+        // carries a 1000-byte packet and the first 504 bytes of the next, whose other 496
+        // take the opportunity at 35 ms.
+        link.arrive(30_500_000, full(12), &mut events);
+        for p in [13, 14] {
+            link.arrive(
+                30_500_000,
+                Queued {
+                    size: 1000,
+                    ..full(p)
+                },
+                &mut events,
+            );
+        }
+        let arrived = drain(&mut link, &mut events);
+        assert_eq!(
+            arrived,
+            [(52_000_000, 12), (52_000_000, 13), (55_000_000, 14)]
+        );
     }
 
     #[test]

@@ -72,6 +72,7 @@ fn link(name: &str, qdisc: QdiscConfig, loss: f64) -> LinkConfig {
         name: name.into(),
         rate: Rate::from_bits_per_sec(10e6),
         schedule: vec![],
+        delivery_trace: None,
         delay: Duration::from_millis(10),
         jitter: Duration::ZERO,
         loss: if loss > 0.0 {

@@ -66,6 +66,7 @@ fn link(name: &str, delay_ms: u64, buffer: u64) -> LinkConfig {
         name: name.into(),
         rate: Rate::from_bits_per_sec(10e6),
         schedule: vec![],
+        delivery_trace: None,
         delay: Duration::from_millis(delay_ms),
         jitter: Duration::ZERO,
         loss: LossConfig::None,
