@@ -41,7 +41,10 @@ impl DeliveryTrace {
                     i + 1
                 )
             })?;
-            if times.last().is_some_and(|&last| ms * NS_PER_MS < last) {
+            let ns = ms
+                .checked_mul(NS_PER_MS)
+                .ok_or_else(|| format!("line {}: {ms} ms is too large", i + 1))?;
+            if times.last().is_some_and(|&last| ns < last) {
                 return Err(format!(
                     "line {}: {ms} ms is before the line above; times must not decrease",
                     i + 1
@@ -50,10 +53,7 @@ impl DeliveryTrace {
             if times.len() == MAX_LINES {
                 return Err(format!("more than {MAX_LINES} lines"));
             }
-            times.push(
-                ms.checked_mul(NS_PER_MS)
-                    .ok_or_else(|| format!("line {}: {ms} ms is too large", i + 1))?,
-            );
+            times.push(ns);
         }
         match times.last() {
             None => Err("no lines; accepted: one time in milliseconds per line".into()),
@@ -117,12 +117,12 @@ impl TraceTransmitter {
         }
     }
 
-    /// A packet of `size` bytes starts service at `now`: when its last byte goes out. It
-    /// continues the opportunity the previous packet finished in if that one is at `now`
-    /// (the packet waited behind it), else it starts at the first after `now`.
-    pub(crate) fn serve(&mut self, now: u64, size: u32) -> u64 {
+    /// A packet of `size` bytes starts service at `now`: when its last byte goes out. One
+    /// that `waited` behind the previous packet continues the opportunity that one finished
+    /// in (at `now`); one that found the link idle starts at the first after `now`.
+    pub(crate) fn serve(&mut self, now: u64, size: u32, waited: bool) -> u64 {
         let (mut n, mut left) = match self.partial {
-            Some((n, left)) if self.trace.time_ns(n) == now => (n, left),
+            Some((n, left)) if waited && self.trace.time_ns(n) == now => (n, left),
             _ => {
                 let n = self.trace.first_after(now);
                 (n, OPPORTUNITY_BYTES)
@@ -171,14 +171,17 @@ mod tests {
         let t = DeliveryTrace::parse("1\n2\n3\n4\n5\n6\n").unwrap();
         let mut tx = TraceTransmitter::new(t);
         // 3000 bytes: opportunities at 1 and 2 ms, 8 bytes left in the second.
-        assert_eq!(tx.serve(0, 3000), 2 * NS_PER_MS);
+        assert_eq!(tx.serve(0, 3000, false), 2 * NS_PER_MS);
         // Waiting behind it: 8 bytes at 2 ms, then 3 ms.
-        assert_eq!(tx.serve(2 * NS_PER_MS, 100), 3 * NS_PER_MS);
+        assert_eq!(tx.serve(2 * NS_PER_MS, 100, true), 3 * NS_PER_MS);
         // Two small ones share the 3 ms opportunity.
-        assert_eq!(tx.serve(3 * NS_PER_MS, 100), 3 * NS_PER_MS);
+        assert_eq!(tx.serve(3 * NS_PER_MS, 100, true), 3 * NS_PER_MS);
         // Arriving at an idle link at 4.5 ms: the first opportunity after it, 5 ms.
-        assert_eq!(tx.serve(4_500_000, 1504), 5 * NS_PER_MS);
+        assert_eq!(tx.serve(4_500_000, 1504, false), 5 * NS_PER_MS);
         assert_eq!(tx.capacity_bytes(0, 6 * NS_PER_MS), 6.0 * 1504.0);
+        // Arriving at the idle link exactly at 5 ms, where the last one ended: not the bytes
+        // it left, but the 6 ms opportunity.
+        assert_eq!(tx.serve(5 * NS_PER_MS, 100, false), 6 * NS_PER_MS);
     }
 
     #[test]
@@ -189,5 +192,10 @@ mod tests {
         assert!(e("5\n3\n").starts_with("line 2: 3 ms is before"));
         assert!(e("-1\n").starts_with("line 1"));
         assert!(e("0\n0\n").contains("last time is 0 ms"));
+        let huge = e("1\n18446744073709551\n");
+        assert!(
+            huge.starts_with("line 2: 18446744073709551 ms is too large"),
+            "{huge}"
+        );
     }
 }

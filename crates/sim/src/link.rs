@@ -143,7 +143,7 @@ impl Link {
         }
         self.account(now);
         if self.in_service.is_none() {
-            self.start_transmission(now, q, events);
+            self.start_transmission(now, q, false, events);
             return Admission::Accepted;
         }
         if !self.queue.enqueue(now, q) {
@@ -154,9 +154,10 @@ impl Link {
         Admission::Accepted
     }
 
-    fn start_transmission(&mut self, now: u64, q: Queued, events: &mut EventQueue) {
+    /// Packet `q` starts serialising at `now`; `waited` if it waited in the queue.
+    fn start_transmission(&mut self, now: u64, q: Queued, waited: bool, events: &mut EventQueue) {
         self.tx_done_ns = match &mut self.trace {
-            Some(t) => t.serve(now, q.size),
+            Some(t) => t.serve(now, q.size, waited),
             None => now + ((f64::from(q.size) * self.ns_per_byte).round() as u64).max(1),
         };
         self.in_service = Some(q);
@@ -188,7 +189,7 @@ impl Link {
         }
         self.pipe.push_back((arrival, done.packet));
         if let Some(next) = self.queue.dequeue(now) {
-            self.start_transmission(now, next, events);
+            self.start_transmission(now, next, true, events);
         }
         self.min_queue_packets = Some(
             self.min_queue_packets

@@ -60,6 +60,8 @@ struct Record {
     in_window: bool,
     /// Carries data sent before.
     retx: bool,
+    /// Carries data of a TCP recovery episode's past: below its recovery point, resent.
+    guards: bool,
     snapshot: DeliverySnapshot,
 }
 
@@ -99,8 +101,8 @@ pub struct Sender {
     loss_time_ns: Option<u64>,
     /// TCP's recovery, with [`LossRecovery::Tcp`] (boxed: most senders run QUIC's).
     tcp: Option<Box<TcpLossRecovery>>,
-    /// Outstanding packets that carry data sent before.
-    retx_in_flight: u32,
+    /// Outstanding packets that resend data below the recovery point of TCP's episode.
+    guarding: u32,
     pto_count: u32,
     probes_due: u32,
     last_sent_ns: u64,
@@ -154,7 +156,7 @@ impl Sender {
                 LossRecovery::Quic => None,
                 LossRecovery::Tcp(t) => Some(Box::new(TcpLossRecovery::new(t))),
             },
-            retx_in_flight: 0,
+            guarding: 0,
             pto_count: 0,
             probes_due: 0,
             last_sent_ns: 0,
@@ -376,6 +378,11 @@ impl Sender {
             self.take_rtt_sample(now, largest, frame);
         }
         let (newest, acked_bytes) = self.mark_acked(now);
+        // The oldest unresolved packet was acknowledged: TCP's cumulative ACK moved.
+        let advanced = self
+            .records
+            .front()
+            .is_some_and(|r| r.outcome == Outcome::Acked);
         self.detect_lost(now, stream);
         let rate_sample = self.rate.generate_sample(self.rtt.min());
         let one_way_delay =
@@ -404,7 +411,7 @@ impl Sender {
         self.pto_count = 0;
         self.pop_done_records();
         if self.tcp.is_some() {
-            self.on_tcp_ack(now, acked_bytes, stream);
+            self.on_tcp_ack(now, (acked_bytes, advanced), stream);
         }
         self.check_finished(now, stream);
         self.send_ready(now, stream, out);
@@ -478,7 +485,7 @@ impl Sender {
             rec.outcome = Outcome::Acked;
             let rec = *rec;
             self.in_flight -= u64::from(rec.size);
-            self.retx_in_flight -= u32::from(rec.retx);
+            self.guarding -= u32::from(rec.guards);
             bytes += u64::from(rec.size);
             self.stats.counters.bytes_acked += u64::from(rec.len);
             self.rate.on_packet_acked(
@@ -506,15 +513,21 @@ impl Sender {
             None => duration_nanos(self.rtt.loss_delay()),
             Some(tcp) => tcp.loss_delay(&self.rtt).map_or(u64::MAX, duration_nanos),
         };
+        let retx_wait = self
+            .tcp
+            .as_ref()
+            .is_some_and(|t| t.retransmissions_wait_for_timeout());
         let mut loss_time: Option<u64> = None;
         let lost = &mut self.scratch_lost;
         lost.clear();
         let (records, base) = (&self.records, self.base_pn);
         self.holes.retain(|&pn| {
-            let sent = records[(pn - base) as usize].sent_ns;
-            // RFC 9002 §6.1.1 (packet threshold) and §6.1.2 (time threshold).
-            let due = sent.saturating_add(loss_delay);
-            if largest >= pn + PACKET_THRESHOLD || due <= now {
+            let record = &records[(pn - base) as usize];
+            // RFC 9002 §6.1.1 (packet threshold) and §6.1.2 (time threshold); a resent packet
+            // that TCP without RACK leaves to the timeout is never past either.
+            let due = record.sent_ns.saturating_add(loss_delay);
+            let threshold = !(retx_wait && record.retx);
+            if threshold && (largest >= pn + PACKET_THRESHOLD || due <= now) {
                 lost.push(pn);
                 false
             } else {
@@ -541,7 +554,7 @@ impl Sender {
             rec.outcome = Outcome::Lost;
             let rec = *rec;
             self.in_flight -= u64::from(rec.size);
-            self.retx_in_flight -= u32::from(rec.retx);
+            self.guarding -= u32::from(rec.guards);
             bytes += u64::from(rec.size);
             newest_sent = newest_sent.max(rec.sent_ns);
             if rec.in_window {
@@ -551,16 +564,15 @@ impl Sender {
             stream.resend(rec.offset, rec.len);
         }
         self.stats.counters.packets_lost += lost.len() as u64;
-        self.count_loss_event(now, newest_sent);
+        if !lost.is_empty() {
+            self.count_loss_event(now, newest_sent);
+        }
         let persistent = timeout || (self.tcp.is_none() && self.is_persistent_congestion(&lost));
         if persistent {
             self.stats.counters.persistent_congestion += 1;
         }
         if persistent && !timeout {
             self.rtt.on_persistent_congestion();
-        }
-        if !persistent && self.tcp.is_some() {
-            self.enter_tcp_recovery();
         }
         let event = CongestionEvent {
             kind: if persistent {
@@ -575,7 +587,18 @@ impl Sender {
             in_flight: self.in_flight,
         };
         self.scratch_lost = lost;
-        self.cc.on_congestion(Instant::from_nanos(now), &event);
+        // RFC 5681 §3.1: a timeout repeated with no ACK of new data between keeps ssthresh,
+        // and cwnd is already the loss window: the controller hears only the first.
+        if !self
+            .tcp
+            .as_ref()
+            .is_some_and(|t| timeout && t.repeated_timeout())
+        {
+            self.cc.on_congestion(Instant::from_nanos(now), &event);
+        }
+        if !persistent && self.tcp.is_some() {
+            self.enter_tcp_recovery(stream);
+        }
     }
 
     /// A congestion event for the metrics: losses of a packet sent after the previous event
@@ -652,16 +675,8 @@ impl Sender {
     /// retransmission timeout.
     fn tcp_expiry(&self) -> Option<(u64, Expiry)> {
         let tcp = self.tcp.as_ref()?;
-        if self.in_flight == 0 {
-            return None;
-        }
         let one_in_flight = self.in_flight <= u64::from(self.cfg.packet_size);
-        tcp.next_expiry(
-            &self.rtt,
-            self.last_sent_ns,
-            one_in_flight,
-            self.cfg.max_ack_delay,
-        )
+        tcp.next_expiry(&self.rtt, self.last_sent_ns, one_in_flight)
     }
 
     /// TCP's timer at `now`: the tail-loss probe (RFC 8985 §7.3: one packet, whatever the
@@ -702,13 +717,14 @@ impl Sender {
         self.pop_done_records();
     }
 
-    /// TCP enters recovery on a loss, when PRR is on and the controller sets no pacing rate
-    /// (one that does, as BBR, sets its window in recovery itself, as through Linux's
-    /// `cong_control` hook).
-    fn enter_tcp_recovery(&mut self) {
-        if self.cc.pacing_rate().is_some() {
-            return;
-        }
+    /// A TCP recovery episode begins at a loss outside one (RFC 6675 §5, RFC 6937 §3.1),
+    /// after the controller reduced its window. PRR paces it unless the controller sets its
+    /// own pacing rate (BBR sets its window in recovery itself, as through Linux's
+    /// `cong_control` hook). Entered by the loss timer rather than an ACK, it still lets the
+    /// fast retransmit out (Linux `tcp_rack_reo_timeout`).
+    fn enter_tcp_recovery(&mut self, stream: &SendStream) {
+        let paced = self.cc.pacing_rate().is_none();
+        let ssthresh = self.cc.ssthresh().unwrap_or_else(|| self.cc.cwnd());
         let Some(tcp) = self.tcp.as_deref_mut() else {
             return;
         };
@@ -722,20 +738,26 @@ impl Sender {
             .iter()
             .skip_while(|r| r.outcome == Outcome::Acked);
         let recover_fs = unacked.map(|r| u64::from(r.size)).sum();
-        tcp.enter_recovery(self.next_pn - 1, recover_fs);
+        let point = (stream.sent_up_to(), self.next_pn - 1);
+        tcp.enter_recovery(point, recover_fs, paced);
+        let mss = u64::from(self.cfg.packet_size);
+        tcp.on_recovery_ack(0, self.in_flight, ssthresh, mss);
     }
 
-    /// TCP after an ACK of new data that delivered `delivered` bytes: the timer restarts,
-    /// recovery ends or PRR sets what may be sent until the next ACK.
-    fn on_tcp_ack(&mut self, now: u64, delivered: u64, stream: &SendStream) {
+    /// TCP after an ACK that delivered `delivered` bytes, `advanced` if it moved the
+    /// cumulative point: the timer restarts, the episode ends, or PRR sets what may be sent
+    /// until the next ACK.
+    fn on_tcp_ack(&mut self, now: u64, (delivered, advanced): (u64, bool), stream: &SendStream) {
         let Some(tcp) = self.tcp.as_deref_mut() else {
             return;
         };
-        tcp.on_new_ack(now, self.in_flight);
-        // RFC 6675 §5: recovery ends when the cumulative ACK covers the recovery point: all
-        // sent up to it is resolved, and none of the data it lost waits or is in flight again.
-        let covered =
-            |point: u64| self.base_pn > point && self.retx_in_flight == 0 && !stream.resending();
+        tcp.on_new_ack(now, advanced, self.in_flight > 0 || stream.resending());
+        // RFC 6675 §5: the episode ends when the cumulative ACK covers the recovery point:
+        // every packet sent before it is resolved, and none of the data below the point waits
+        // or is in flight again.
+        let covered = |(point, last_pn): (u64, u64)| {
+            self.base_pn > last_pn && self.guarding == 0 && !stream.resending_below(point)
+        };
         if tcp.recovery_point().is_some_and(covered) {
             tcp.exit_recovery();
         }
@@ -816,6 +838,8 @@ impl Sender {
     ) {
         let size = len + self.cfg.header_size;
         self.idle = false;
+        let recovery_point = self.tcp.as_ref().and_then(|t| t.recovery_point());
+        let guards = retx && recovery_point.is_some_and(|(point, _)| offset < point);
         let pn = self.next_pn;
         self.next_pn += 1;
         let snapshot =
@@ -830,11 +854,12 @@ impl Sender {
             outcome: Outcome::Outstanding,
             in_window: self.measuring,
             retx,
+            guards,
             snapshot,
         });
-        self.retx_in_flight += u32::from(retx);
+        self.guarding += u32::from(guards);
         if let Some(tcp) = &mut self.tcp {
-            tcp.on_sent(now, u64::from(size), self.in_flight == u64::from(size));
+            tcp.on_sent(now, u64::from(size));
         }
         self.cc.on_sent(
             Instant::from_nanos(now),

@@ -78,6 +78,16 @@ impl SendStream {
         !self.retransmit.is_empty()
     }
 
+    /// Whether a lost chunk that starts below `offset` waits to be sent again.
+    pub fn resending_below(&self, offset: u64) -> bool {
+        self.retransmit.iter().any(|&(o, _)| o < offset)
+    }
+
+    /// The stream offset new data has been handed out up to (TCP's snd.nxt).
+    pub fn sent_up_to(&self) -> u64 {
+        self.next_offset
+    }
+
     /// Whether every byte the application will offer has been handed out and nothing waits to
     /// be sent again.
     pub fn exhausted(&self) -> bool {

@@ -1,8 +1,8 @@
 //! TCP's loss recovery for the reliable transport's sender ([`LossRecovery::Tcp`]): the
-//! retransmission timer (RFC 6298), Proportional Rate Reduction in recovery (RFC 6937), and
-//! RACK-TLP's time threshold and tail-loss probe (RFC 8985). The sender keeps its packets and
-//! its ACK processing; this module says when a timeout or a probe is due, how late a hole may
-//! be before it is lost, and how much recovery lets the sender send.
+//! retransmission timer (RFC 6298), the recovery episode and Proportional Rate Reduction in it
+//! (RFC 6937), and RACK-TLP's time threshold and tail-loss probe (RFC 8985). The sender keeps
+//! its packets and its ACK processing; this module says when a timeout or a probe is due, how
+//! late a hole may be before it is lost, and how much recovery lets the sender send.
 //!
 //! [`LossRecovery::Tcp`]: crate::config::LossRecovery::Tcp
 
@@ -16,6 +16,9 @@ use std::time::Duration;
 const INITIAL_RTO: Duration = Duration::from_secs(1);
 /// RFC 8985 §7.2: the probe timeout before any RTT sample, 1 s.
 const INITIAL_PTO: Duration = Duration::from_secs(1);
+/// RFC 8985 §7.2: WCDelAckT, the worst-case delayed-ACK time a probe with one packet in
+/// flight waits for, 200 ms.
+const WORST_CASE_DELAYED_ACK: Duration = Duration::from_millis(200);
 
 /// What a due timer asks of the sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +37,21 @@ pub(crate) struct TcpLossRecovery {
     rto_start_ns: Option<u64>,
     /// Timeouts since the last ACK of new data: the timeout doubles with each (RFC 6298 (5.5)).
     backoff: u32,
-    /// A tail-loss probe went out and no ACK of new data came since (RFC 8985 §7.2: one
-    /// probe, then the timeout).
+    /// No tail-loss probe may go out until the next ACK of new data: one was sent (RFC 8985
+    /// §7.2: one probe, then the timeout), or a timeout fired (Linux sends none in its Loss
+    /// state).
     probed: bool,
+    recovery: Option<Episode>,
+}
+
+/// One recovery episode: from a loss until everything sent before it is delivered.
+#[derive(Clone, Copy, Debug)]
+struct Episode {
+    /// The stream offset sent up to when it began (snd.nxt, RFC 6675's RecoveryPoint).
+    point: u64,
+    /// The last packet sent before it began.
+    last_pn: u64,
+    /// PRR's state, when PRR paces the episode.
     prr: Option<Prr>,
 }
 
@@ -47,7 +62,7 @@ impl TcpLossRecovery {
             rto_start_ns: None,
             backoff: 0,
             probed: false,
-            prr: None,
+            recovery: None,
         }
     }
 
@@ -60,8 +75,9 @@ impl TcpLossRecovery {
         let rto = match self.cfg.rto {
             // RFC 6298 (2.3) and (2.4).
             RtoForm::Rfc6298 => (srtt + var.max(GRANULARITY)).max(self.cfg.min_rto),
-            // Linux `tcp_rtt_estimator`: rttvar = max(mdev, rto_min); `__tcp_set_rto`.
-            RtoForm::Linux => srtt + var.max(self.cfg.min_rto),
+            // Linux `tcp_rtt_estimator`: rttvar = max(mdev, rto_min); `__tcp_set_rto`. The
+            // clock granularity stays a floor when the minimum is 0.
+            RtoForm::Linux => srtt + var.max(self.cfg.min_rto).max(GRANULARITY),
         };
         rto.min(self.cfg.max_rto)
     }
@@ -78,69 +94,80 @@ impl TcpLossRecovery {
     }
 
     /// When the tail-loss probe is due, if one may go out (RFC 8985 §7.2): 2 SRTT after the
-    /// last send, plus the receiver's delayed-ACK time when one packet is in flight; never in
+    /// last send, plus the worst-case delayed-ACK time when one packet is in flight; never in
     /// recovery, never twice before an ACK of new data.
     fn probe_deadline_ns(
         &self,
         rtt: &RttEstimator,
         last_sent_ns: u64,
         one_in_flight: bool,
-        max_ack_delay: Duration,
     ) -> Option<u64> {
-        if !self.cfg.rack || self.probed || self.prr.is_some() {
+        if !self.cfg.rack || self.probed || self.recovery.is_some() {
             return None;
         }
         let mut pto = rtt.smoothed().map_or(INITIAL_PTO, |srtt| srtt * 2);
         if one_in_flight {
-            pto += max_ack_delay;
+            pto += WORST_CASE_DELAYED_ACK;
         }
         Some(last_sent_ns + duration_nanos(pto))
     }
 
-    /// The earlier of the probe and the timeout, with which it is.
+    /// The next of the probe and the timeout, with which it is: the probe goes out at the
+    /// timeout's time if it would come later (RFC 8985 §7.2: PTO = min(PTO, RTO)).
     pub(crate) fn next_expiry(
         &self,
         rtt: &RttEstimator,
         last_sent_ns: u64,
         one_in_flight: bool,
-        max_ack_delay: Duration,
     ) -> Option<(u64, Expiry)> {
         let rto = self.rto_deadline_ns(rtt)?;
-        match self.probe_deadline_ns(rtt, last_sent_ns, one_in_flight, max_ack_delay) {
-            Some(probe) if probe < rto => Some((probe, Expiry::Probe)),
-            _ => Some((rto, Expiry::Timeout)),
-        }
+        Some(
+            match self.probe_deadline_ns(rtt, last_sent_ns, one_in_flight) {
+                Some(probe) => (probe.min(rto), Expiry::Probe),
+                None => (rto, Expiry::Timeout),
+            },
+        )
     }
 
     /// RACK's time threshold (RFC 8985 §6.2): a hole is lost once the latest RTT plus the
-    /// reordering window (a quarter of the minimum RTT, at most SRTT) passed since it was
-    /// sent; `None` without RACK, where only the packet threshold declares loss.
+    /// reordering window have passed since it was sent. The window is a quarter of the minimum
+    /// RTT, at most SRTT, and 0 in recovery (step 4, no reordering being tracked). `None`
+    /// without RACK, where only the packet threshold declares loss.
     pub(crate) fn loss_delay(&self, rtt: &RttEstimator) -> Option<Duration> {
         if !self.cfg.rack {
             return None;
         }
         let latest = rtt.latest()?;
-        let reordering = (rtt.min()? / 4).min(rtt.smoothed_or_initial());
+        let reordering = match self.recovery {
+            Some(_) => Duration::ZERO,
+            None => (rtt.min()? / 4).min(rtt.smoothed_or_initial()),
+        };
         Some(latest + reordering)
     }
 
-    /// A packet of `size` bytes was sent at `now`, alone in flight if `alone` (RFC 6298
-    /// (5.1): the timer starts if off, or if nothing it guarded is in flight any more).
-    pub(crate) fn on_sent(&mut self, now: u64, size: u64, alone: bool) {
-        if alone {
-            self.rto_start_ns = Some(now);
-        }
+    /// Whether a lost retransmission waits for the timeout: without RACK, as RFC 6675 has it
+    /// (a segment is retransmitted once per recovery; ns-3).
+    pub(crate) fn retransmissions_wait_for_timeout(&self) -> bool {
+        !self.cfg.rack
+    }
+
+    /// A packet of `size` bytes was sent at `now` (RFC 6298 (5.1): the timer starts if off).
+    pub(crate) fn on_sent(&mut self, now: u64, size: u64) {
         self.rto_start_ns.get_or_insert(now);
-        if let Some(prr) = &mut self.prr {
+        if let Some(prr) = self.recovery.as_mut().and_then(|e| e.prr.as_mut()) {
             prr.out += size;
         }
     }
 
-    /// An ACK of new data at `now` left `in_flight` bytes outstanding: the timer restarts, or
-    /// stops when nothing is outstanding (RFC 6298 (5.2), (5.3)); the backoff and the probe
-    /// are over.
-    pub(crate) fn on_new_ack(&mut self, now: u64, in_flight: u64) {
-        self.rto_start_ns = (in_flight > 0).then_some(now);
+    /// An ACK of new data at `now`: if it moved the cumulative point (`advanced`), the timer
+    /// restarts, and it stops when no data is outstanding (RFC 6298 (5.2), (5.3)); the backoff
+    /// and the probe are over.
+    pub(crate) fn on_new_ack(&mut self, now: u64, advanced: bool, outstanding: bool) {
+        if !outstanding {
+            self.rto_start_ns = None;
+        } else if advanced || self.rto_start_ns.is_none() {
+            self.rto_start_ns = Some(now);
+        }
         self.backoff = 0;
         self.probed = false;
     }
@@ -150,63 +177,78 @@ impl TcpLossRecovery {
         self.probed = true;
     }
 
-    /// The timeout fired: it backs off, restarts with the next send, and ends recovery.
+    /// The timeout fired: it backs off, restarts with the next send, ends the recovery
+    /// episode, and no probe goes out before an ACK of new data.
     pub(crate) fn on_timeout(&mut self) {
         self.backoff += 1;
         self.rto_start_ns = None;
-        self.probed = false;
-        self.prr = None;
+        self.probed = true;
+        self.recovery = None;
     }
 
-    /// Whether recovery is under way.
+    /// Whether the timeout that just fired follows another with no ACK of new data between:
+    /// RFC 5681 §3.1 keeps ssthresh then (and cwnd is already the loss window).
+    pub(crate) fn repeated_timeout(&self) -> bool {
+        self.backoff > 1
+    }
+
+    /// Whether a recovery episode is under way.
     pub(crate) fn in_recovery(&self) -> bool {
-        self.prr.is_some()
+        self.recovery.is_some()
     }
 
-    /// Recovery begins (RFC 6937 §3.1), if PRR is on: it ends once everything sent up to
-    /// `recovery_point` is resolved; `recover_fs` is the data outstanding at its start.
-    pub(crate) fn enter_recovery(&mut self, recovery_point: u64, recover_fs: u64) {
-        if self.cfg.prr && self.prr.is_none() {
-            self.prr = Some(Prr {
-                recovery_point,
-                recover_fs: recover_fs.max(1),
-                delivered: 0,
-                out: 0,
-                allowance: 0,
-            });
-        }
+    /// A recovery episode begins after packet `last_pn`: it ends once the data sent up to
+    /// stream offset `point` is delivered. With `paced` (PRR on, and the controller sets no
+    /// pacing rate of its own), PRR governs it (RFC 6937 §3.1); `recover_fs` is the data
+    /// outstanding at its start.
+    pub(crate) fn enter_recovery(
+        &mut self,
+        (point, last_pn): (u64, u64),
+        recover_fs: u64,
+        paced: bool,
+    ) {
+        let prr = (paced && self.cfg.prr).then(|| Prr {
+            recover_fs: recover_fs.max(1),
+            delivered: 0,
+            out: 0,
+            allowance: 0,
+        });
+        self.recovery = Some(Episode {
+            point,
+            last_pn,
+            prr,
+        });
     }
 
-    /// The packet number recovery waits for, while in recovery.
-    pub(crate) fn recovery_point(&self) -> Option<u64> {
-        self.prr.as_ref().map(|p| p.recovery_point)
+    /// The stream offset the episode under way waits for, and the last packet sent before it.
+    pub(crate) fn recovery_point(&self) -> Option<(u64, u64)> {
+        self.recovery.map(|e| (e.point, e.last_pn))
     }
 
-    /// Recovery is over.
+    /// The episode is over.
     pub(crate) fn exit_recovery(&mut self) {
-        self.prr = None;
+        self.recovery = None;
     }
 
-    /// In recovery, an ACK delivered `delivered` bytes and left `pipe` in flight; the
-    /// controller's threshold is `ssthresh`: the allowance of bytes in flight until the next
-    /// ACK.
+    /// In a PRR episode, an ACK (or the loss timer, with `delivered` 0) delivered `delivered`
+    /// bytes and left `pipe` in flight; the controller's threshold is `ssthresh`: the
+    /// allowance of bytes in flight until the next ACK.
     pub(crate) fn on_recovery_ack(&mut self, delivered: u64, pipe: u64, ssthresh: u64, mss: u64) {
-        if let Some(prr) = &mut self.prr {
+        if let Some(prr) = self.recovery.as_mut().and_then(|e| e.prr.as_mut()) {
             prr.on_ack(delivered, pipe, ssthresh, mss);
         }
     }
 
-    /// In recovery, the bytes PRR lets be in flight; `None` outside recovery (the controller's
+    /// In a PRR episode, the bytes PRR lets be in flight; `None` otherwise (the controller's
     /// window rules).
     pub(crate) fn allowance(&self) -> Option<u64> {
-        self.prr.as_ref().map(|p| p.allowance)
+        self.recovery.and_then(|e| e.prr).map(|p| p.allowance)
     }
 }
 
 /// Proportional Rate Reduction's state over one recovery (RFC 6937 §3).
 #[derive(Clone, Copy, Debug)]
 struct Prr {
-    recovery_point: u64,
     /// RecoverFS: bytes outstanding when recovery began.
     recover_fs: u64,
     /// prr_delivered: bytes the receiver got during recovery.
@@ -220,7 +262,7 @@ struct Prr {
 impl Prr {
     fn on_ack(&mut self, delivered: u64, pipe: u64, ssthresh: u64, mss: u64) {
         self.delivered += delivered;
-        let sndcnt = if pipe > ssthresh {
+        let mut sndcnt = if pipe > ssthresh {
             // RFC 6937 §3.1: sndcnt = CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out.
             let due = (u128::from(self.delivered) * u128::from(ssthresh))
                 .div_ceil(u128::from(self.recover_fs));
@@ -231,8 +273,13 @@ impl Prr {
             // RFC 6937 §3.1, PRR-SSRB: limit = MAX(prr_delivered - prr_out, DeliveredData)
             // + MSS; sndcnt = MIN(ssthresh - pipe, limit).
             let limit = self.delivered.saturating_sub(self.out).max(delivered) + mss;
-            (ssthresh - pipe).min(limit)
+            ssthresh.saturating_sub(pipe).min(limit)
         };
+        if self.out == 0 {
+            // The fast retransmit goes out whatever the reduction (Linux `tcp_cwnd_reduction`:
+            // "force a fast retransmit upon entering fast recovery").
+            sndcnt = sndcnt.max(mss);
+        }
         self.allowance = pipe + sndcnt;
     }
 }
@@ -255,6 +302,13 @@ mod tests {
         })
     }
 
+    fn rack() -> TcpLossRecovery {
+        TcpLossRecovery::new(TcpRecovery {
+            rack: true,
+            ..tcp(ms(200), RtoForm::Linux).cfg
+        })
+    }
+
     /// An estimator after one sample of `rtt` (srtt = rtt, rttvar = rtt / 2, RFC 6298 (2.2)).
     fn sampled(rtt: Duration) -> RttEstimator {
         let mut e = RttEstimator::new();
@@ -268,26 +322,36 @@ mod tests {
         // RFC 6298 (2.2)-(2.4): 40 + 4 * 20 = 120 ms, below the 1 s floor.
         let mut r = tcp(Duration::from_secs(1), RtoForm::Rfc6298);
         assert_eq!(r.rto(&rtt), Duration::from_secs(1));
-        // Linux: 40 ms + max(80 ms, 200 ms) = 240 ms.
+        // Linux: 40 ms + max(80 ms, 200 ms) = 240 ms; with no minimum, the granularity.
         assert_eq!(tcp(ms(200), RtoForm::Linux).rto(&rtt), ms(240));
+        let mut still = RttEstimator::new();
+        for _ in 0..100 {
+            still.on_sample(ms(40), Duration::ZERO);
+        }
+        assert_eq!(tcp(Duration::ZERO, RtoForm::Linux).rto(&still), ms(41));
         // RFC 6298 (2.1): 1 s before any sample.
         assert_eq!(r.rto(&RttEstimator::new()), Duration::from_secs(1));
-        r.on_sent(0, 1500, true);
-        let at = |r: &TcpLossRecovery| r.next_expiry(&rtt, 0, false, ms(200)).unwrap();
+        r.on_sent(0, 1500);
+        let at = |r: &TcpLossRecovery| r.next_expiry(&rtt, 0, false).unwrap();
         assert_eq!(at(&r), (1_000_000_000, Expiry::Timeout));
         // RFC 6298 (5.5)-(5.6): back off, restart with the retransmission.
         r.on_timeout();
-        assert_eq!(r.next_expiry(&rtt, 0, false, ms(200)), None);
-        r.on_sent(1_000_000_000, 1500, true);
+        assert!(!r.repeated_timeout());
+        assert_eq!(r.next_expiry(&rtt, 0, false), None);
+        r.on_sent(1_000_000_000, 1500);
         assert_eq!(at(&r).0, 3_000_000_000);
         r.on_timeout();
-        r.on_sent(3_000_000_000, 1500, true);
+        assert!(r.repeated_timeout(), "a second timeout with no ACK between");
+        r.on_sent(3_000_000_000, 1500);
         assert_eq!(at(&r).0, 7_000_000_000);
-        // An ACK of new data ends the backoff and restarts the timer from then.
-        r.on_new_ack(7_100_000_000, 1500);
+        // An ACK that moves the cumulative point ends the backoff and restarts the timer;
+        // one that only fills in above it (SACK) leaves the timer where it was (5.3).
+        r.on_new_ack(7_100_000_000, true, true);
         assert_eq!(at(&r).0, 8_100_000_000);
-        r.on_new_ack(7_200_000_000, 0);
-        assert_eq!(r.next_expiry(&rtt, 0, false, ms(200)), None);
+        r.on_new_ack(7_150_000_000, false, true);
+        assert_eq!(at(&r).0, 8_100_000_000);
+        r.on_new_ack(7_200_000_000, true, false);
+        assert_eq!(r.next_expiry(&rtt, 0, false), None);
     }
 
     #[test]
@@ -297,36 +361,60 @@ mod tests {
         for _ in 0..10 {
             r.on_timeout();
         }
-        r.on_sent(0, 1500, true);
+        r.on_sent(0, 1500);
         // RFC 6298 (2.5): 2^10 s capped at 60 s.
-        let (at, _) = r.next_expiry(&rtt, 0, false, ms(200)).unwrap();
+        let (at, _) = r.next_expiry(&rtt, 0, false).unwrap();
         assert_eq!(at, 60_000_000_000);
     }
 
     #[test]
-    fn the_tail_loss_probe_comes_before_the_timeout_once() {
+    fn the_tail_loss_probe_comes_once_and_at_the_latest_with_the_timeout() {
         let rtt = sampled(ms(40));
-        let mut r = TcpLossRecovery::new(TcpRecovery {
-            rack: true,
-            ..tcp(ms(200), RtoForm::Linux).cfg
-        });
-        r.on_sent(0, 1500, true);
-        // RFC 8985 §7.2: PTO = 2 SRTT = 80 ms; with one packet in flight, + 40 ms.
+        let mut r = rack();
+        r.on_sent(0, 1500);
+        // RFC 8985 §7.2: PTO = 2 SRTT = 80 ms; with one packet in flight, + WCDelAckT (200 ms),
+        // which is after the 240 ms timeout: the probe goes at the timeout's time.
         assert_eq!(
-            r.next_expiry(&rtt, 0, false, ms(40)),
+            r.next_expiry(&rtt, 0, false),
             Some((80_000_000, Expiry::Probe))
         );
         assert_eq!(
-            r.next_expiry(&rtt, 0, true, ms(40)),
-            Some((120_000_000, Expiry::Probe))
+            r.next_expiry(&rtt, 0, true),
+            Some((240_000_000, Expiry::Probe))
         );
         r.on_probe();
         assert_eq!(
-            r.next_expiry(&rtt, 80_000_000, false, ms(40)),
+            r.next_expiry(&rtt, 80_000_000, false),
             Some((240_000_000, Expiry::Timeout))
         );
-        // RFC 8985 §6.2: loss after latest RTT + min RTT / 4 = 50 ms.
+        // No probe after a timeout until an ACK of new data, nor in recovery.
+        r.on_timeout();
+        r.on_sent(240_000_000, 1500);
+        assert_eq!(
+            r.next_expiry(&rtt, 240_000_000, false).unwrap().1,
+            Expiry::Timeout
+        );
+        r.on_new_ack(300_000_000, true, true);
+        assert_eq!(
+            r.next_expiry(&rtt, 300_000_000, false).unwrap().1,
+            Expiry::Probe
+        );
+        r.enter_recovery((10_000, 9), 15_000, true);
+        assert_eq!(
+            r.next_expiry(&rtt, 300_000_000, false).unwrap().1,
+            Expiry::Timeout
+        );
+    }
+
+    #[test]
+    fn racks_reordering_window_is_a_quarter_of_the_minimum_rtt_and_none_in_recovery() {
+        let rtt = sampled(ms(40));
+        let mut r = rack();
+        // RFC 8985 §6.2: latest RTT + min RTT / 4 = 50 ms; in recovery, the latest RTT.
         assert_eq!(r.loss_delay(&rtt), Some(ms(50)));
+        r.enter_recovery((10_000, 9), 15_000, true);
+        assert_eq!(r.loss_delay(&rtt), Some(ms(40)));
+        assert_eq!(tcp(ms(200), RtoForm::Linux).loss_delay(&rtt), None);
     }
 
     #[test]
@@ -334,7 +422,7 @@ mod tests {
         const MSS: u64 = 1000;
         let mut r = tcp(ms(200), RtoForm::Linux);
         // RFC 6937 §4 example: 20 segments in flight, one lost, ssthresh = 10.
-        r.enter_recovery(19, 20 * MSS);
+        r.enter_recovery((20 * MSS, 19), 20 * MSS, true);
         let (mut pipe, ssthresh) = (19 * MSS, 10 * MSS);
         let mut sent = Vec::new();
         for _ in 0..19 {
@@ -343,7 +431,7 @@ mod tests {
             let mut n = 0;
             while pipe + MSS <= r.allowance().unwrap() {
                 pipe += MSS;
-                r.on_sent(0, MSS, false);
+                r.on_sent(0, MSS);
                 n += 1;
             }
             sent.push(n);
@@ -355,8 +443,17 @@ mod tests {
         assert_eq!(pipe, ssthresh);
         // Below ssthresh (a burst of losses), PRR-SSRB sends at most delivered + 1 MSS per ACK.
         let mut r = tcp(ms(200), RtoForm::Linux);
-        r.enter_recovery(19, 20 * MSS);
+        r.enter_recovery((20 * MSS, 19), 20 * MSS, true);
         r.on_recovery_ack(MSS, 5 * MSS, ssthresh, MSS);
         assert_eq!(r.allowance(), Some(5 * MSS + 2 * MSS));
+        // Entered by the loss timer (nothing delivered), the fast retransmit still goes out.
+        let mut r = tcp(ms(200), RtoForm::Linux);
+        r.enter_recovery((20 * MSS, 19), 20 * MSS, true);
+        r.on_recovery_ack(0, 0, ssthresh, MSS);
+        assert_eq!(r.allowance(), Some(MSS));
+        // Without PRR, or for a controller that paces itself, the episode has no allowance.
+        let mut r = tcp(ms(200), RtoForm::Linux);
+        r.enter_recovery((20 * MSS, 19), 20 * MSS, false);
+        assert!(r.in_recovery() && r.allowance().is_none());
     }
 }

@@ -137,15 +137,15 @@ fn simulate_with(
     let log = Arc::new(Mutex::new(Log::default()));
     let controller = Box::new(recorder(log.clone()));
     let flow = (controller as Box<dyn Controller>, transport, app);
-    (simulate_full(flow, links, reverse, vec![]), log)
+    (simulate_full(flow, links, (vec![0], reverse), vec![]), log)
 }
 
-/// Runs one flow of `controller`, `transport` and `app` for 60 s over `links` (the forward
-/// path the first), with the delay changes `route_changes`.
+/// Runs one flow of `controller`, `transport` and `app` for 60 s over `links` by the paths
+/// `forward` and `reverse`, with the delay changes `route_changes`.
 fn simulate_full(
     (controller, transport, app): (Box<dyn Controller>, TransportConfig, AppConfig),
     links: Vec<LinkConfig>,
-    reverse: Vec<usize>,
+    (forward, reverse): (Vec<usize>, Vec<usize>),
     route_changes: Vec<RouteChange>,
 ) -> SimResult {
     Simulator::new(SimConfig {
@@ -161,7 +161,7 @@ fn simulate_full(
                 controller,
                 transport,
             },
-            forward: vec![0],
+            forward,
             reverse,
             app,
             start: Duration::ZERO,
@@ -450,10 +450,19 @@ fn tcp(min_rto_ms: u64, form: RtoForm, prr: bool) -> TransportConfig {
     }
 }
 
+/// What a blackout shows of the timeouts: when each fired (each sends one retransmission),
+/// how many the sender counted, and how many the controller heard.
+struct Blackout {
+    fired_ns: Vec<u64>,
+    counted: u64,
+    heard: usize,
+}
+
 /// A NewReno flow over 10 Mbit/s with 25 ms each way and a 20-packet buffer (so the RTT
 /// stays within 50 to 75 ms); at 1 s the forward delay becomes 30 s, so from then on nothing
-/// sent is acknowledged: the times of the timeouts and of the sends.
-fn blackout(transport: TransportConfig) -> (Vec<u64>, Vec<u64>) {
+/// sent is acknowledged, and every send after 1.1 s (the last ACK comes by 1.075 s) is a
+/// timeout's retransmission.
+fn blackout(transport: TransportConfig) -> Blackout {
     let log = Arc::new(Mutex::new(Log::default()));
     let config = kleinrock_cc::ControllerConfig {
         loss_window_packets: transport.loss_window_packets(),
@@ -470,31 +479,45 @@ fn blackout(transport: TransportConfig) -> (Vec<u64>, Vec<u64>) {
         at: Duration::from_secs(1),
         delay: Duration::from_secs(30),
     };
-    simulate_full((controller, transport, BULK), links, vec![1], vec![cut]);
+    let result = simulate_full(
+        (controller, transport, BULK),
+        links,
+        (vec![0], vec![1]),
+        vec![cut],
+    );
     let log = log.lock().unwrap();
-    let events = log.congestion.iter().zip(&log.congestion_ns);
-    let timeouts = events.filter(|(k, _)| **k == CongestionKind::PersistentCongestion);
-    (timeouts.map(|(_, &t)| t).collect(), log.sent_ns.clone())
+    let heard = log.congestion.iter();
+    Blackout {
+        fired_ns: log
+            .sent_ns
+            .iter()
+            .copied()
+            .filter(|&t| t > 1_100_000_000)
+            .collect(),
+        counted: result.flows[0].counters.persistent_congestion,
+        heard: heard
+            .filter(|k| **k == CongestionKind::PersistentCongestion)
+            .count(),
+    }
 }
 
 #[test]
-fn the_timeout_fires_at_its_floor_doubles_and_leaves_one_packet_in_flight() {
+fn the_timeout_fires_at_its_floor_doubles_and_the_controller_hears_the_first() {
     // RFC 6298 (2.4): with a 50 ms RTT the timeout is its 1 s floor, counted from the last
     // ACK of new data (5.3); (5.5): it doubles on each expiry, restarted by the one
-    // retransmission (5.6) that RFC 5681 §3.1's loss window of one segment lets out.
-    let (timeouts, sent) = blackout(tcp(1000, RtoForm::Rfc6298, true));
-    let gaps: Vec<u64> = timeouts.windows(2).map(|w| w[1] - w[0]).collect();
-    assert_eq!(gaps[..4], [2e9 as u64, 4e9 as u64, 8e9 as u64, 16e9 as u64]);
+    // retransmission (5.6) that RFC 5681 §3.1's loss window of one segment lets out. A
+    // timeout repeated with no ACK between keeps ssthresh (RFC 5681 §3.1): only the first
+    // reaches the controller.
+    let b = blackout(tcp(1000, RtoForm::Rfc6298, true));
+    let gaps: Vec<u64> = b.fired_ns.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(gaps, [2e9 as u64, 4e9 as u64, 8e9 as u64, 16e9 as u64]);
     // The last ACK came back at 1.05 s and up to 25 ms of queue: the first timeout 1 s later.
-    let first = timeouts[0] as f64 / 1e9;
+    let first = b.fired_ns[0] as f64 / 1e9;
     assert!((2.0..2.2).contains(&first), "first timeout at {first} s");
-    for w in timeouts.windows(2) {
-        let between = sent.iter().filter(|&&t| t >= w[0] && t < w[1]).count();
-        assert_eq!(between, 1, "one packet out between timeouts at {w:?}");
-    }
+    assert_eq!((b.counted, b.heard), (5, 1));
     // Linux's form: srtt + max(4 rttvar, 200 ms), 250 to 300 ms here, after the last ACK
     // (1.05 to 1.075 s).
-    let (linux, _) = blackout(tcp(200, RtoForm::Linux, true));
+    let linux = blackout(tcp(200, RtoForm::Linux, true)).fired_ns;
     let first = linux[0] as f64 / 1e6;
     assert!(
         (1300.0..1375.0).contains(&first),
@@ -548,7 +571,7 @@ fn longest_send_gap(prr: bool) -> (u64, u64) {
         tcp(200, RtoForm::Linux, prr),
         BULK,
     );
-    simulate_full(flow, links, vec![1], vec![]);
+    simulate_full(flow, links, (vec![0], vec![1]), vec![]);
     let log = log.lock().unwrap();
     let after_start = log.sent_ns.iter().skip_while(|&&t| t < 100_000_000);
     let sent: Vec<u64> = after_start.copied().collect();
@@ -588,4 +611,53 @@ fn quick_acks_acknowledge_the_first_packets_at_once() {
     };
     assert_eq!(acks(16), 16 + 12);
     assert_eq!(acks(0), 20);
+}
+
+#[test]
+fn a_tail_hole_found_by_racks_timer_is_resent() {
+    // Three packets; a policer drops the second and lets the third through, so the ACKs show
+    // one hole with only one packet above it: no packet threshold, RACK's timer finds it
+    // (RFC 8985 §6.3) with nothing left in flight. Entering recovery then, the fast
+    // retransmit still goes out (Linux `tcp_rack_reo_timeout`), with or without PRR, and
+    // without RACK the timeout resends it.
+    let app = AppConfig::Bulk {
+        bytes: Some(3 * 1460),
+    };
+    for (rack, prr) in [(true, true), (true, false), (false, true)] {
+        let t = TransportConfig {
+            delayed_ack: true,
+            recovery: LossRecovery::Tcp(TcpRecovery {
+                min_rto: Duration::from_millis(200),
+                rto: RtoForm::Linux,
+                rack,
+                prr,
+                ..TcpRecovery::default()
+            }),
+            ..TransportConfig::default()
+        };
+        // 10 Mbit/s spaces the packets 1.2 ms apart; 1500 bytes of tokens per 2 ms, a bucket
+        // of one packet: the first passes, the second finds 900 bytes, the third 1800.
+        let mut policed = link("policed", 0, 100);
+        policed.policer = Some(PolicerConfig {
+            rate: Rate::from_bits_per_sec(6e6),
+            burst: 1500,
+        });
+        let links = vec![link("fwd", 25, 100), policed, link("return", 25, 1000)];
+        let log = Arc::new(Mutex::new(Log::default()));
+        let inner = kleinrock_cc::build("newreno", &Default::default(), &Default::default());
+        let controller = Box::new(Logged {
+            inner: inner.unwrap(),
+            log: log.clone(),
+        });
+        let paths = (vec![0, 1], vec![2]);
+        let r = simulate_full((controller, t, app), links, paths, vec![]);
+        assert_eq!(
+            r.links[1].counters.packets_policed, 1,
+            "rack {rack} prr {prr}"
+        );
+        let c = &r.flows[0].counters;
+        assert_eq!(c.bytes_delivered, 3 * 1460, "rack {rack} prr {prr}");
+        let timeouts = u64::from(!rack);
+        assert_eq!(c.persistent_congestion, timeouts, "rack {rack} prr {prr}");
+    }
 }
