@@ -10,8 +10,8 @@ use std::time::Duration;
 pub const MAX_TIME: Duration = Duration::from_secs(10 * 86_400);
 /// Largest link delay or jitter: 10 s.
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
-/// Largest delivery-trace file (`rate_trace`), bytes: ten million lines of a few digits.
-pub const MAX_TRACE_BYTES: u64 = 100 << 20;
+/// Largest delivery-trace file (`rate_trace`), bytes: 400000 lines of up to 9 digits.
+pub const MAX_TRACE_BYTES: u64 = 4 << 20;
 /// Largest `bdp_rtt`: 60 s.
 pub const MAX_BDP_RTT: Duration = Duration::from_secs(60);
 /// Shortest trace interval: 1 µs.
@@ -187,7 +187,10 @@ pub fn accepted(path: &str) -> Option<&'static str> {
         }
         "policer" => "a table { rate = \"10Mbps\", burst = \"100KB\" }",
         "rate_schedule" => "a list of { at = \"5s\", rate = \"10Mbps\" } tables",
-        "rate_trace" => "a file name, relative to the scenario file (a mahimahi trace)",
+        "rate_trace" => {
+            "a file name, relative to the scenario file (a mahimahi trace), or \
+             { times_ms = [1, 2, ...] }"
+        }
         "delay_schedule" => "a list of { at = \"5s\", delay = \"20ms\" } tables",
         _ => return None,
     })

@@ -69,7 +69,7 @@ fn default_seed() -> u64 {
 struct LinkSpec {
     name: String,
     rate: Option<String>,
-    rate_trace: Option<String>,
+    rate_trace: Option<TraceSpec>,
     #[serde(default)]
     delay: Option<String>,
     jitter: Option<String>,
@@ -86,6 +86,21 @@ struct LinkSpec {
     rate_schedule: Vec<RateStepSpec>,
     #[serde(default)]
     delay_schedule: Vec<DelayStepSpec>,
+}
+
+/// A link's delivery trace: a file, or its times written out (what a run's own scenario text
+/// carries, so that it needs no file).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum TraceSpec {
+    File(String),
+    Inline(InlineTrace),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InlineTrace {
+    times_ms: Vec<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -566,6 +581,24 @@ pub struct PointSpec {
     pub overrides: SweepPoint,
 }
 
+/// Writes each link's delivery trace into `tree` as `{ times_ms = [...] }` (from `scenario`,
+/// which read the files), so that the point's text needs no file wherever it runs and its
+/// content is the trace's.
+fn inline_traces(tree: &mut toml::Value, scenario: &Scenario) {
+    let Some(toml::Value::Array(links)) = tree.get_mut("links") else {
+        return;
+    };
+    for (link, config) in links.iter_mut().zip(&scenario.links) {
+        let (Some(t), Some(trace)) = (link.as_table_mut(), &config.delivery_trace) else {
+            continue;
+        };
+        let times = trace.times_ms().map(|ms| toml::Value::Integer(ms as i64));
+        let mut inline = toml::Table::new();
+        inline.insert("times_ms".into(), toml::Value::Array(times.collect()));
+        t.insert("rate_trace".into(), toml::Value::Table(inline));
+    }
+}
+
 /// Validates scenario text as [`parse`] does and returns each of its runs as a [`PointSpec`],
 /// in the order of [`ScenarioSet::points`].
 pub fn point_specs(
@@ -588,6 +621,7 @@ pub fn point_specs(
             if let toml::Value::Table(t) = &mut tree {
                 t.insert("name".into(), toml::Value::String(scenario.name.clone()));
             }
+            inline_traces(&mut tree, scenario);
             let text = toml::to_string(&tree).map_err(|e| ScenarioError {
                 origin: origin.to_string(),
                 field: String::new(),
@@ -924,9 +958,9 @@ fn resolve_rate(
     base: &Path,
     at: &dyn Fn(&str) -> String,
 ) -> FieldResult<(Rate, Option<DeliveryTrace>)> {
-    let file = match (&l.rate, &l.rate_trace) {
+    let spec = match (&l.rate, &l.rate_trace) {
         (Some(r), None) => return Ok((field(at("rate"), rate_value(r))?, None)),
-        (None, Some(file)) => file,
+        (None, Some(spec)) => spec,
         (Some(_), Some(_)) => {
             let message = "a link has a rate or a rate_trace, not both";
             return Err((at("rate_trace"), message.into()));
@@ -941,9 +975,20 @@ fn resolve_rate(
         let message = "a link paced by rate_trace follows its trace; it has no rate steps";
         return Err((at("rate_schedule"), message.into()));
     }
-    let path = base.join(file);
-    let trace =
-        read_trace(&path).map_err(|m| (at("rate_trace"), format!("{}: {m}", path.display())))?;
+    let trace = match spec {
+        TraceSpec::File(file) => {
+            let path = base.join(file);
+            let trace = read_trace(&path);
+            trace.map_err(|m| (at("rate_trace"), format!("{}: {m}", path.display())))?
+        }
+        TraceSpec::Inline(inline) => {
+            let times = inline.times_ms.iter().enumerate();
+            let times = times
+                .map(|(i, &ms)| (format!("times_ms[{i}]"), ms))
+                .collect();
+            field(at("rate_trace"), DeliveryTrace::from_times(times))?
+        }
+    };
     let rate = field(at("rate_trace"), rate_within(trace.mean_rate()))?;
     Ok((rate, Some(trace)))
 }

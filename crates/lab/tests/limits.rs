@@ -559,7 +559,7 @@ fn a_rate_trace_is_read_beside_the_scenario_and_a_bad_one_names_its_line() {
     assert_eq!(trace.len(), 4);
     assert!((l.rate.bits_per_sec() - 12.032e6).abs() < 1.0);
     for (name, text, words) in [
-        ("empty", "", &["t.trace", "no lines"][..]),
+        ("empty", "", &["t.trace", "no times"][..]),
         (
             "word",
             "1\nfast\n",
@@ -582,4 +582,33 @@ fn a_rate_trace_is_read_beside_the_scenario_and_a_bad_one_names_its_line() {
     let e =
         with_trace("missing", "rate_trace = \"traces/nope.trace\"", "1\n").expect_err("refused");
     assert!(e.message.contains("nope.trace: cannot read"), "{e}");
+}
+
+#[test]
+fn a_runs_own_text_carries_its_trace_so_it_runs_without_the_file() {
+    // What a sweep hands to another process or machine (and what its cache key covers) is the
+    // run's own text: a trace file is written into it as { times_ms = [...] }.
+    use kleinrock_lab::scenario::{parse_point, point_specs, PointSpec};
+    let dir = std::env::temp_dir().join(format!("kr-trace-{}-inline", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    std::fs::write(dir.join("t.trace"), "1\n1\n3\n4\n").expect("the trace");
+    let text = link("rate_trace = \"t.trace\"").replacen("rate = \"10Mbps\"\n", "", 1);
+    let origin = dir.join("s.toml").display().to_string();
+    let specs = point_specs(&text, &origin, "s", &[]).expect("expands");
+    std::fs::remove_dir_all(&dir).expect("cleaned up");
+    assert!(
+        specs[0].text.contains("times_ms = [1, 1, 3, 4]"),
+        "{}",
+        specs[0].text
+    );
+    let elsewhere = PointSpec {
+        origin: "/nowhere/s.toml".into(),
+        ..specs[0].clone()
+    };
+    let s = parse_point(&elsewhere).expect("runs without the file");
+    let trace = s.links[0].delivery_trace.as_ref().expect("a trace");
+    assert_eq!(trace.times_ms().collect::<Vec<_>>(), [1, 1, 3, 4]);
+    let words = ["times_ms[1]", "before the one above"];
+    let bad = link("rate_trace = { times_ms = [5, 3] }").replacen("rate = \"10Mbps\"\n", "", 1);
+    refused(&bad, "links[0].rate_trace", &words);
 }

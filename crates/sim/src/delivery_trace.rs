@@ -16,8 +16,9 @@ pub const OPPORTUNITY_BYTES: u32 = 1504;
 
 const NS_PER_MS: u64 = 1_000_000;
 
-/// Most lines a trace may have.
-pub const MAX_LINES: usize = 10_000_000;
+/// Most opportunities a trace may have: a run's own scenario text carries its trace written
+/// out (a few bytes each), and such a text may be at most 4 MB (a minute at 80 Mbit/s).
+pub const MAX_LINES: usize = 400_000;
 
 /// The delivery opportunities of a link.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,27 +42,41 @@ impl DeliveryTrace {
                     i + 1
                 )
             })?;
-            let ns = ms
+            times.push((format!("line {}", i + 1), ms));
+        }
+        DeliveryTrace::from_times(times)
+    }
+
+    /// A trace from its times in whole milliseconds, each with where it came from for errors
+    /// (`"line 3"`, `"times_ms[2]"`).
+    pub fn from_times(times: Vec<(String, u64)>) -> Result<DeliveryTrace, String> {
+        if times.len() > MAX_LINES {
+            return Err(format!("more than {MAX_LINES} times"));
+        }
+        let mut ns = Vec::with_capacity(times.len());
+        for (at, ms) in times {
+            let t = ms
                 .checked_mul(NS_PER_MS)
-                .ok_or_else(|| format!("line {}: {ms} ms is too large", i + 1))?;
-            if times.last().is_some_and(|&last| ns < last) {
+                .ok_or_else(|| format!("{at}: {ms} ms is too large"))?;
+            if ns.last().is_some_and(|&last| t < last) {
                 return Err(format!(
-                    "line {}: {ms} ms is before the line above; times must not decrease",
-                    i + 1
+                    "{at}: {ms} ms is before the one above; times must not decrease"
                 ));
             }
-            if times.len() == MAX_LINES {
-                return Err(format!("more than {MAX_LINES} lines"));
-            }
-            times.push(ns);
+            ns.push(t);
         }
-        match times.last() {
-            None => Err("no lines; accepted: one time in milliseconds per line".into()),
+        match ns.last() {
+            None => Err("no times; accepted: one time in milliseconds per line".into()),
             Some(0) => Err("the last time is 0 ms: a trace must last longer than that".into()),
             Some(_) => Ok(DeliveryTrace {
-                times_ns: times.into(),
+                times_ns: ns.into(),
             }),
         }
+    }
+
+    /// The opportunities' times within one period, in whole milliseconds.
+    pub fn times_ms(&self) -> impl Iterator<Item = u64> + '_ {
+        self.times_ns.iter().map(|t| t / NS_PER_MS)
     }
 
     /// Opportunities per period.
@@ -187,7 +202,7 @@ mod tests {
     #[test]
     fn bad_traces_name_the_line() {
         let e = |text: &str| DeliveryTrace::parse(text).unwrap_err();
-        assert!(e("").contains("no lines"));
+        assert!(e("").contains("no times"));
         assert!(e("1\nx\n").starts_with("line 2: `x` is not a time"));
         assert!(e("5\n3\n").starts_with("line 2: 3 ms is before"));
         assert!(e("-1\n").starts_with("line 1"));
