@@ -10,8 +10,6 @@ use std::time::Duration;
 pub const MAX_TIME: Duration = Duration::from_secs(10 * 86_400);
 /// Largest link delay or jitter: 10 s.
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
-/// Largest delivery-trace file (`rate_trace`), bytes: 400000 lines of up to 9 digits.
-pub const MAX_TRACE_BYTES: u64 = 4 << 20;
 /// Largest `bdp_rtt`: 60 s.
 pub const MAX_BDP_RTT: Duration = Duration::from_secs(60);
 /// Shortest trace interval: 1 µs.

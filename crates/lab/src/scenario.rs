@@ -982,30 +982,17 @@ fn resolve_rate(
             trace.map_err(|m| (at("rate_trace"), format!("{}: {m}", path.display())))?
         }
         TraceSpec::Inline(inline) => {
-            let times = inline.times_ms.iter().enumerate();
-            let times = times
-                .map(|(i, &ms)| (format!("times_ms[{i}]"), ms))
-                .collect();
-            field(at("rate_trace"), DeliveryTrace::from_times(times))?
+            let trace = DeliveryTrace::from_times(&inline.times_ms, |k| format!("times_ms[{k}]"));
+            field(at("rate_trace"), trace)?
         }
     };
     let rate = field(at("rate_trace"), rate_within(trace.mean_rate()))?;
     Ok((rate, Some(trace)))
 }
 
-/// A delivery trace from `path`, at most [`limits::MAX_TRACE_BYTES`] long.
+/// A delivery trace from `path`, no larger than a scenario file.
 fn read_trace(path: &Path) -> Result<DeliveryTrace, String> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read: {e}"))?
-        .len();
-    if size > limits::MAX_TRACE_BYTES {
-        return Err(format!(
-            "{size} bytes; accepted: trace files of at most {} bytes",
-            limits::MAX_TRACE_BYTES
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
-    DeliveryTrace::parse(&text)
+    DeliveryTrace::parse(&crate::source::read(path)?)
 }
 
 /// Link `i` of the file (whose relative file names start from `base`); `routes` are the

@@ -11,8 +11,8 @@ pub const MAX_NESTING: usize = 32;
 /// Characters of the offending line shown on each side of a syntax error.
 const EXCERPT_HALF_WIDTH: usize = 100;
 
-/// Reads the scenario file at `path`, refusing one larger than [`MAX_TEXT_BYTES`] before
-/// reading it.
+/// Reads the scenario file (or a link's trace file) at `path`, refusing one larger than
+/// [`MAX_TEXT_BYTES`] before reading it.
 pub fn read(path: &Path) -> Result<String, String> {
     let size = std::fs::metadata(path)
         .map_err(|e| format!("cannot read: {e}"))?
@@ -24,7 +24,7 @@ pub fn read(path: &Path) -> Result<String, String> {
 fn check_size(size: u64) -> Result<(), String> {
     if size > MAX_TEXT_BYTES {
         return Err(format!(
-            "{size} bytes; accepted: scenario files of at most {MAX_TEXT_BYTES} bytes"
+            "{size} bytes; accepted: at most {MAX_TEXT_BYTES} bytes"
         ));
     }
     Ok(())

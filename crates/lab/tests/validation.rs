@@ -86,6 +86,12 @@ fn print_side_by_side(name: &str, ours: &Summary, theirs: &Value) {
     }
 }
 
+/// The bottleneck's utilisation within `relative` of ns-3's.
+fn utilisation_within(ours: &Summary, theirs: &Value, relative: f64) {
+    let (a, b) = (utilisation(ours), their_utilisation(theirs));
+    within(a, b, relative, "utilisation");
+}
+
 fn within(ours: f64, theirs: f64, relative: f64, what: &str) {
     let err = (ours - theirs).abs() / theirs.abs();
     assert!(
@@ -102,12 +108,7 @@ fn newreno_agrees_with_ns3() {
     let (ours, theirs) = both("newreno");
     let (a, b) = (ours_row(&ours, 0), theirs_row(&theirs, 0));
     within(a.0, b.0, 0.01, "goodput");
-    within(
-        utilisation(&ours),
-        their_utilisation(&theirs),
-        0.01,
-        "utilisation",
-    );
+    utilisation_within(&ours, &theirs, 0.01);
     within(a.1, b.1, 0.03, "RTT mean");
     within(a.2, b.2, 0.03, "RTT p95");
     assert!((a.3 - b.3).abs() < 1e-4, "loss {} vs {}", a.3, b.3);
@@ -133,12 +134,7 @@ fn cubic_fills_the_link_as_ns3_does_with_one_reduction_per_episode_where_ns3_tak
     let (ours, theirs) = both("cubic");
     let (a, b) = (ours_row(&ours, 0), theirs_row(&theirs, 0));
     within(a.0, b.0, 0.01, "goodput");
-    within(
-        utilisation(&ours),
-        their_utilisation(&theirs),
-        0.01,
-        "utilisation",
-    );
+    utilisation_within(&ours, &theirs, 0.01);
     assert!((a.3 - b.3).abs() < 5e-4, "loss {} vs {}", a.3, b.3);
     // Documented difference (docs/validation.md): ns-3's Cubic reduces twice per congestion
     // episode (a second recovery starts as the first ends), to ~0.5 of W_max, ours once to
@@ -176,12 +172,7 @@ fn two_cubic_flows_of_different_rtts_share_as_in_ns3() {
     // each flow's goodput within 15 % and each RTT mean within 10 % (measured: -11 %, +8 %;
     // 8 %, 6 %: ns-3's double reductions, above, fall more often on the 40 ms flow).
     let (ours, theirs) = both("cubic_two_rtts");
-    within(
-        utilisation(&ours),
-        their_utilisation(&theirs),
-        0.01,
-        "utilisation",
-    );
+    utilisation_within(&ours, &theirs, 0.01);
     let jain = ours.jain_index.expect("two flows");
     let their_jain = theirs["jain_index"].as_f64().expect("jain_index");
     assert!(

@@ -928,6 +928,8 @@ struct Relay {
     arrivals: Vec<Arrival>,
     round_bytes: usize,
     out: Vec<u32>,
+    /// Scratch: the datagrams a link's loss took on delivery.
+    lost: Vec<u32>,
     dirs: [Direction; 2],
     /// Datagrams and payload bytes in the links now, and the most at once.
     held: usize,
@@ -1002,6 +1004,7 @@ impl Relay {
             arrivals: Vec::new(),
             round_bytes: 0,
             out: Vec::new(),
+            lost: Vec::new(),
             dirs: Default::default(),
             held: 0,
             held_bytes: 0,
@@ -1363,7 +1366,7 @@ impl Relay {
                 Target::LinkRate(l) => self.links[l as usize].on_rate_step(due, &mut self.events),
                 Target::LinkArrival(l) => {
                     let mut out = std::mem::take(&mut self.out);
-                    let mut lost = Vec::new();
+                    let mut lost = std::mem::take(&mut self.lost);
                     self.links[l as usize].take_arrivals(
                         due,
                         &mut out,
@@ -1377,7 +1380,9 @@ impl Relay {
                         self.deliver(l as usize, p, due);
                     }
                     out.clear();
+                    lost.clear();
                     self.out = out;
+                    self.lost = lost;
                 }
                 _ => {}
             }

@@ -30,7 +30,7 @@ pub struct DeliveryTrace {
 impl DeliveryTrace {
     /// A trace from its text: errors name the line (from 1) and what is accepted.
     pub fn parse(text: &str) -> Result<DeliveryTrace, String> {
-        let mut times = Vec::new();
+        let (mut times, mut lines) = (Vec::new(), Vec::new());
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() {
@@ -42,25 +42,30 @@ impl DeliveryTrace {
                     i + 1
                 )
             })?;
-            times.push((format!("line {}", i + 1), ms));
+            times.push(ms);
+            lines.push(i + 1);
         }
-        DeliveryTrace::from_times(times)
+        DeliveryTrace::from_times(&times, |k| format!("line {}", lines[k]))
     }
 
-    /// A trace from its times in whole milliseconds, each with where it came from for errors
-    /// (`"line 3"`, `"times_ms[2]"`).
-    pub fn from_times(times: Vec<(String, u64)>) -> Result<DeliveryTrace, String> {
+    /// A trace from its times in whole milliseconds; `at(k)` says where the `k`-th came from,
+    /// for errors (`"line 3"`, `"times_ms[2]"`).
+    pub fn from_times(
+        times: &[u64],
+        at: impl Fn(usize) -> String,
+    ) -> Result<DeliveryTrace, String> {
         if times.len() > MAX_LINES {
             return Err(format!("more than {MAX_LINES} times"));
         }
         let mut ns = Vec::with_capacity(times.len());
-        for (at, ms) in times {
+        for (k, &ms) in times.iter().enumerate() {
             let t = ms
                 .checked_mul(NS_PER_MS)
-                .ok_or_else(|| format!("{at}: {ms} ms is too large"))?;
+                .ok_or_else(|| format!("{}: {ms} ms is too large", at(k)))?;
             if ns.last().is_some_and(|&last| t < last) {
                 return Err(format!(
-                    "{at}: {ms} ms is before the one above; times must not decrease"
+                    "{}: {ms} ms is before the one above; times must not decrease",
+                    at(k)
                 ));
             }
             ns.push(t);

@@ -724,7 +724,6 @@ impl Sender {
     /// fast retransmit out (Linux `tcp_rack_reo_timeout`).
     fn enter_tcp_recovery(&mut self, stream: &SendStream) {
         let paced = self.cc.pacing_rate().is_none();
-        let ssthresh = self.cc.ssthresh().unwrap_or_else(|| self.cc.cwnd());
         let Some(tcp) = self.tcp.as_deref_mut() else {
             return;
         };
@@ -740,8 +739,7 @@ impl Sender {
         let recover_fs = unacked.map(|r| u64::from(r.size)).sum();
         let point = (stream.sent_up_to(), self.next_pn - 1);
         tcp.enter_recovery(point, recover_fs, paced);
-        let mss = u64::from(self.cfg.packet_size);
-        tcp.on_recovery_ack(0, self.in_flight, ssthresh, mss);
+        self.prr_step(0);
     }
 
     /// TCP after an ACK that delivered `delivered` bytes, `advanced` if it moved the
@@ -761,9 +759,18 @@ impl Sender {
         if tcp.recovery_point().is_some_and(covered) {
             tcp.exit_recovery();
         }
+        self.prr_step(delivered);
+    }
+
+    /// PRR's step in a TCP episode after `delivered` bytes reached the receiver: the
+    /// allowance until the next ACK, from the bytes in flight and the controller's ssthresh
+    /// (its cwnd when it has none).
+    fn prr_step(&mut self, delivered: u64) {
         let ssthresh = self.cc.ssthresh().unwrap_or_else(|| self.cc.cwnd());
-        let mss = u64::from(self.cfg.packet_size);
-        tcp.on_recovery_ack(delivered, self.in_flight, ssthresh, mss);
+        let (pipe, mss) = (self.in_flight, u64::from(self.cfg.packet_size));
+        if let Some(tcp) = self.tcp.as_deref_mut() {
+            tcp.on_recovery_ack(delivered, pipe, ssthresh, mss);
+        }
     }
 
     /// QUIC's probe timeout (RFC 9002 §6.2.1), backed off.
@@ -822,10 +829,8 @@ impl Sender {
     /// `max_in_flight` packets from the oldest unresolved one on (as a receive window bounds
     /// the data beyond the cumulative ACK), whatever the controller answers.
     fn has_room(&self) -> bool {
-        let window = match self.tcp.as_ref().and_then(|t| t.allowance()) {
-            Some(allowance) => allowance,
-            None => self.cc.cwnd(),
-        };
+        let allowance = self.tcp.as_ref().and_then(|t| t.allowance());
+        let window = allowance.unwrap_or_else(|| self.cc.cwnd());
         self.in_flight + u64::from(self.cfg.packet_size) <= window
             && self.records.len() < self.cfg.max_in_flight as usize
     }
