@@ -61,7 +61,7 @@
 //! the time it is read). The datagrams read from all sockets in one wake-up enter in the order
 //! of those times: read socket by socket, the first socket's would otherwise take the places
 //! a full queue frees before a datagram that arrived earlier on the next; a socket's own
-//! datagrams keep the order they were read in. At most [`MAX_ROUND_BYTES`] are read before
+//! datagrams keep the order they were read in. At most 4 MiB are read before
 //! they enter. Before it enters, every event due at or before that time is processed, and
 //! every event is processed with its own scheduled time as "now". The `Link` therefore sees
 //! the sequence of times the simulator would: a late event delays when a delivered datagram
@@ -101,24 +101,22 @@
 //! The emulator uses Unix sockets and `poll(2)`; precise timers need Linux (`ppoll`, timer
 //! slack). Elsewhere it falls back to `poll` with millisecond timeouts.
 
+mod engine;
+mod udp;
+
+use engine::{Engine, RelayHandle};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::Rate;
-use kleinrock_sim::events::{EventQueue, Target};
 use kleinrock_sim::hist::Histogram;
-use kleinrock_sim::link::{Admission, Link};
-use kleinrock_sim::queue::Queued;
-use kleinrock_sim::streams::{jitter_stream, loss_stream, seeded};
 use kleinrock_sim::{LinkConfig, LinkStats, LossConfig, QdiscConfig};
-use std::collections::HashMap;
 use std::fmt;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixDatagram;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::mpsc;
+use std::time::Duration;
+use udp::UdpDoor;
 
 /// Socket buffer size the emulator asks for on every socket (receive and send), bytes.
 pub const SOCKET_BUFFER_BYTES: usize = 8 << 20;
@@ -144,16 +142,6 @@ pub const BOUND_PACKET_BYTES: u64 = 1500;
 /// per event saturates the thread near 500 Mbps of 1228-byte packets; with 20 us it stays
 /// valid to ~800 Mbps, at the price of at most 20 us more lateness.
 pub const COALESCE_NS: u64 = 20_000;
-/// Most datagrams read from one socket before the thread looks at its events again.
-const BATCH: usize = 64;
-/// Largest UDP payload.
-const MAX_DATAGRAM: usize = 65_536;
-/// Payload bytes read in one wake-up before they enter the links: reading stops there until the
-/// next (the links' own bound, [`MAX_HELD_BYTES`], applies as they enter).
-const MAX_ROUND_BYTES: usize = 4 << 20;
-/// Link ids (also their index in `Relay::links`).
-const FORWARD: usize = 0;
-const REVERSE: usize = 1;
 
 /// What the emulator relays and how: addresses, the two directions' links and the seed.
 #[derive(Clone, Debug, PartialEq)]
@@ -540,33 +528,25 @@ pub fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorError> {
         .set_nonblocking(true)
         .map_err(io_err("making the control socket non-blocking"))?;
     let (reply_tx, reply_rx) = mpsc::channel();
-    let last = Arc::new(Mutex::new(None));
-    let last_thread = Arc::clone(&last);
-    let mut relay = Relay::new(config, listen, control_peer, reply_tx, socket_buffer_bytes);
-    let thread = std::thread::Builder::new()
-        .name("kleinrock-emulator".into())
-        .spawn(move || {
-            set_fine_timer_slack();
-            relay.realtime = try_realtime();
-            let result = relay.run();
-            let mut stats = relay.snapshot();
-            if let Err(e) = result {
-                stats.failure = Some(format!("relay thread stopped: {e}"));
-                stats.valid = false;
-            }
-            if let Ok(mut slot) = last_thread.lock() {
-                *slot = Some(stats);
-            }
-            // The relay and all its sockets are dropped here, before the thread ends.
-        })
+    let door = UdpDoor::new(
+        listen,
+        config.server,
+        duration_nanos(config.client_idle),
+        Engine::control_pollfd(&control_peer),
+        socket_buffer_bytes,
+    );
+    let engine = Engine::new(
+        &config.forward,
+        &config.reverse,
+        config.seed,
+        control_peer,
+        reply_tx,
+    );
+    let relay = engine::spawn(engine, door, control, reply_rx, "kleinrock-emulator")
         .map_err(io_err("starting the relay thread"))?;
     Ok(EmulatorHandle {
         listen: listen_addr,
-        control,
-        replies: Mutex::new(reply_rx),
-        next_id: AtomicU64::new(1),
-        last,
-        thread: Some(thread),
+        relay,
     })
 }
 
@@ -574,15 +554,8 @@ pub fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorError> {
 #[derive(Debug)]
 pub struct EmulatorHandle {
     listen: SocketAddr,
-    control: UnixDatagram,
-    replies: Mutex<mpsc::Receiver<(u64, EmulatorStats)>>,
-    next_id: AtomicU64,
-    last: Arc<Mutex<Option<EmulatorStats>>>,
-    thread: Option<JoinHandle<()>>,
+    relay: RelayHandle,
 }
-
-/// How long a caller waits for the relay thread to answer.
-const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl EmulatorHandle {
     /// The address clients send to (with the port the kernel picked if `listen` had port 0).
@@ -590,54 +563,14 @@ impl EmulatorHandle {
         self.listen
     }
 
-    fn request(&self, op: u8) -> Option<EmulatorStats> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut msg = [0u8; 9];
-        msg[0] = op;
-        msg[1..].copy_from_slice(&id.to_le_bytes());
-        self.control.send(&msg).ok()?;
-        let replies = self.replies.lock().ok()?;
-        let deadline = Instant::now() + CONTROL_TIMEOUT;
-        loop {
-            let left = deadline.checked_duration_since(Instant::now())?;
-            match replies.recv_timeout(left) {
-                Ok((got, stats)) if got == id => return Some(stats),
-                Ok(_) => continue, // the answer to an earlier request that timed out
-                Err(_) => return None,
-            }
-        }
-    }
-
-    fn last_known(&self, why: &str) -> EmulatorStats {
-        let last = self.last.lock().ok().and_then(|l| l.clone());
-        last.unwrap_or_else(|| EmulatorStats {
-            failure: Some(why.to_string()),
-            ..EmulatorStats::default()
-        })
-    }
-
     /// A snapshot of the counters and measurements so far.
     pub fn stats(&self) -> EmulatorStats {
-        self.request(b'S')
-            .unwrap_or_else(|| self.last_known("the relay thread did not answer"))
+        self.relay.stats()
     }
 
     /// Stops the relay thread, releases every socket, and returns the final statistics.
-    pub fn shutdown(mut self) -> EmulatorStats {
-        let stats = self.request(b'Q');
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        stats.unwrap_or_else(|| self.last_known("the relay thread did not answer"))
-    }
-}
-
-impl Drop for EmulatorHandle {
-    fn drop(&mut self) {
-        if let Some(t) = self.thread.take() {
-            let _ = self.control.send(&[b'Q', 0, 0, 0, 0, 0, 0, 0, 0]);
-            let _ = t.join();
-        }
+    pub fn shutdown(self) -> EmulatorStats {
+        self.relay.shutdown()
     }
 }
 
@@ -665,43 +598,6 @@ pub(crate) fn try_realtime() -> bool {
     {
         false
     }
-}
-
-/// Waits until a socket is readable or `timeout_ns` has passed (forever for `None`).
-fn wait(fds: &mut [libc::pollfd], timeout_ns: Option<u64>) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    let r = {
-        let ts = timeout_ns.map(|ns| libc::timespec {
-            tv_sec: (ns / 1_000_000_000).min(i32::MAX as u64) as libc::time_t,
-            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-        });
-        let tsp = ts
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: fds is a valid array of pollfd of the given length; tsp is null or points
-        // to a timespec that outlives the call; no signal mask.
-        unsafe {
-            libc::ppoll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                tsp,
-                std::ptr::null(),
-            )
-        }
-    };
-    #[cfg(not(target_os = "linux"))]
-    let r = {
-        let ms = timeout_ns.map_or(-1, |ns| ns.div_ceil(1_000_000).min(i32::MAX as u64) as i32);
-        // SAFETY: fds is a valid array of pollfd of the given length.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) }
-    };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    Ok(())
 }
 
 /// Asks the kernel to stamp each received datagram (`SO_TIMESTAMPNS`) and to report the
@@ -843,660 +739,6 @@ pub fn system_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, duration_nanos)
-}
-
-fn pollfd(fd: &impl AsFd) -> libc::pollfd {
-    libc::pollfd {
-        fd: fd.as_fd().as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }
-}
-
-/// A client: its address and the socket that speaks to the server for it.
-#[derive(Debug)]
-struct Client {
-    addr: SocketAddr,
-    upstream: UdpSocket,
-    upstream_addr: SocketAddr,
-    /// When a datagram from or to it last arrived, ns.
-    last_active_ns: u64,
-    /// Its datagrams in the links now.
-    held: u32,
-}
-
-/// A datagram in a link: its bytes (allocated to its size, freed when it leaves, so that
-/// memory follows what the links hold) and its client.
-#[derive(Debug, Default)]
-struct Slot {
-    data: Box<[u8]>,
-    client: u32,
-}
-
-/// Per-direction counters kept by the thread.
-#[derive(Debug, Default)]
-struct Direction {
-    stats: DirectionStats,
-    first_out_ns: Option<u64>,
-    first_out_wire: u64,
-    last_out_ns: u64,
-}
-
-/// What happens after a control message.
-#[derive(PartialEq, Eq)]
-enum Control {
-    Continue,
-    Quit,
-}
-
-/// A datagram read from a socket, waiting to enter its link.
-struct Arrival {
-    /// When the kernel received it, model time.
-    at: u64,
-    dir: usize,
-    client: u32,
-    data: Box<[u8]>,
-    ipv6: bool,
-}
-
-/// The relay thread's state.
-struct Relay {
-    start: Instant,
-    listen: UdpSocket,
-    server: SocketAddr,
-    control: UnixDatagram,
-    replies: mpsc::Sender<(u64, EmulatorStats)>,
-    /// The client slots (a slot's index is its client's class); `None` is free.
-    clients: Vec<Option<Client>>,
-    /// Free slots.
-    free_clients: Vec<u32>,
-    by_addr: HashMap<SocketAddr, u32>,
-    client_idle_ns: u64,
-    /// When the slots were last looked at for expiry, ns.
-    last_sweep_ns: u64,
-    clients_seen: u64,
-    clients_expired: u64,
-    /// `[control, listen, upstream of slot 0, slot 1, ...]`; a free slot's fd is -1 (ignored
-    /// by poll).
-    fds: Vec<libc::pollfd>,
-    links: [Link; 2],
-    events: EventQueue,
-    slab: Vec<Slot>,
-    free: Vec<u32>,
-    buf: Vec<u8>,
-    /// The datagrams read in one round, entered in the order they arrived, and their bytes.
-    arrivals: Vec<Arrival>,
-    round_bytes: usize,
-    out: Vec<u32>,
-    /// Scratch: the datagrams a link's loss took on delivery.
-    lost: Vec<u32>,
-    dirs: [Direction; 2],
-    /// Datagrams and payload bytes in the links now, and the most at once.
-    held: usize,
-    held_bytes: u64,
-    held_peak: usize,
-    held_peak_bytes: u64,
-    clients_refused: u64,
-    unknown_dropped: u64,
-    unknown_bytes: u64,
-    io_errors: u64,
-    events_done: u64,
-    lateness: Histogram,
-    bound: Duration,
-    socket_buffer_bytes: usize,
-    realtime: bool,
-    /// The latest model time processed; datagrams never enter before it.
-    model_ns: u64,
-    /// How long datagrams waited in the sockets before the thread read them, ns.
-    input_wait: Histogram,
-    /// Each socket's drop counter, as `fds` (index 0, the control socket, stays 0).
-    socket_drops: Vec<u32>,
-    /// The drop counters of the upstream sockets of expired slots.
-    socket_drops_gone: u64,
-}
-
-impl Relay {
-    fn new(
-        config: EmulatorConfig,
-        listen: UdpSocket,
-        control: UnixDatagram,
-        replies: mpsc::Sender<(u64, EmulatorStats)>,
-        socket_buffer_bytes: usize,
-    ) -> Self {
-        // The simulator's streams for link i's loss and jitter.
-        let link = |i: usize, l: &LinkConfig| {
-            let (loss, jitter) = (loss_stream(i), jitter_stream(i));
-            Link::new(
-                i as u32,
-                l,
-                seeded(config.seed, loss),
-                seeded(config.seed, jitter),
-            )
-        };
-        let links = [
-            link(FORWARD, &config.forward),
-            link(REVERSE, &config.reverse),
-        ];
-        let mut events = EventQueue::new();
-        for l in &links {
-            l.schedule_rate_steps(&mut events);
-        }
-        let fds = vec![pollfd(&control), pollfd(&listen)];
-        Relay {
-            start: Instant::now(),
-            listen,
-            server: config.server,
-            control,
-            replies,
-            clients: Vec::new(),
-            free_clients: Vec::new(),
-            by_addr: HashMap::new(),
-            client_idle_ns: duration_nanos(config.client_idle),
-            last_sweep_ns: 0,
-            clients_seen: 0,
-            clients_expired: 0,
-            fds,
-            links,
-            events,
-            slab: Vec::new(),
-            free: Vec::new(),
-            buf: vec![0; MAX_DATAGRAM],
-            arrivals: Vec::new(),
-            round_bytes: 0,
-            out: Vec::new(),
-            lost: Vec::new(),
-            dirs: Default::default(),
-            held: 0,
-            held_bytes: 0,
-            held_peak: 0,
-            held_peak_bytes: 0,
-            clients_refused: 0,
-            unknown_dropped: 0,
-            unknown_bytes: 0,
-            io_errors: 0,
-            events_done: 0,
-            lateness: Histogram::new(),
-            bound: lateness_bound(&config.forward, &config.reverse),
-            socket_buffer_bytes,
-            realtime: false,
-            model_ns: 0,
-            input_wait: Histogram::new(),
-            socket_drops: vec![0, 0],
-            socket_drops_gone: 0,
-        }
-    }
-
-    fn now_ns(&self) -> u64 {
-        duration_nanos(self.start.elapsed())
-    }
-
-    /// The loop: wait for a datagram or the next event, read what arrived, run what is due.
-    fn run(&mut self) -> io::Result<()> {
-        loop {
-            // A wait shorter than COALESCE_NS is stretched to it, so that closely spaced
-            // events share one wake-up (they run late by at most that much).
-            let timeout = self
-                .events
-                .peek_time()
-                .map(|t| t.saturating_sub(self.now_ns()))
-                .map(|w| if w > 0 { w.max(COALESCE_NS) } else { 0 });
-            wait(&mut self.fds, timeout)?;
-            let ready = |fd: &libc::pollfd| fd.revents & (libc::POLLIN | libc::POLLERR) != 0;
-            if ready(&self.fds[0]) && self.on_control() == Control::Quit {
-                return Ok(());
-            }
-            let mut drained = true;
-            let mut arrivals = std::mem::take(&mut self.arrivals);
-            if ready(&self.fds[1]) {
-                drained &= self.drain_listen(&mut arrivals);
-            }
-            // Clients added while draining are polled from the next round on.
-            for i in 2..self.fds.len() {
-                if ready(&self.fds[i]) && self.clients[i - 2].is_some() {
-                    drained &= self.drain_upstream(i - 2, &mut arrivals);
-                }
-            }
-            // Sockets are read one after the other; their datagrams enter in the order the
-            // kernel received them, so that no socket's datagrams go first at a full queue.
-            arrivals.sort_by_key(|a| a.at);
-            for a in arrivals.drain(..) {
-                self.enter(a);
-            }
-            self.arrivals = arrivals;
-            self.round_bytes = 0;
-            if self.now_ns().saturating_sub(self.last_sweep_ns) >= self.sweep_every_ns() {
-                self.expire_idle_clients();
-            }
-            // The model may run to now only when no datagram is left unread: one still in a
-            // socket may have arrived before now, and must enter before later events run.
-            if drained {
-                let now = self.now_ns();
-                self.process_until(now);
-            }
-        }
-    }
-
-    fn on_control(&mut self) -> Control {
-        let mut msg = [0u8; 16];
-        loop {
-            match self.control.recv(&mut msg) {
-                Ok(9) => {
-                    let mut id = [0u8; 8];
-                    id.copy_from_slice(&msg[1..9]);
-                    let id = u64::from_le_bytes(id);
-                    let stats = self.snapshot();
-                    let _ = self.replies.send((id, stats));
-                    if msg[0] == b'Q' {
-                        return Control::Quit;
-                    }
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Would block: nothing more to read. Any other error: the handle is gone.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Control::Continue,
-                Err(_) => return Control::Quit,
-            }
-        }
-    }
-
-    /// Reads one datagram from socket `i` of `fds` (1: listen, 2+: upstream of client i-2);
-    /// `None` when there is nothing more to read now.
-    fn read(&mut self, i: usize) -> Option<Received> {
-        loop {
-            let socket = match i {
-                1 => &self.listen,
-                _ => match &self.clients[i - 2] {
-                    Some(c) => &c.upstream,
-                    None => return None,
-                },
-            };
-            match receive(socket, &mut self.buf) {
-                Ok(r) => {
-                    if let Some(d) = r.socket_drops {
-                        self.socket_drops[i] = self.socket_drops[i].max(d);
-                    }
-                    return Some(r);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-                Err(_) => {
-                    self.io_errors += 1;
-                    return None;
-                }
-            }
-        }
-    }
-
-    /// The model time at which a datagram that waited `waited_ns` in its socket arrived: now
-    /// minus the wait ([`Relay::enter`] takes it no earlier than the model has run).
-    fn arrival_time(&mut self, waited_ns: Option<u64>) -> u64 {
-        let now = self.now_ns();
-        if let Some(w) = waited_ns {
-            self.input_wait.record(w);
-        }
-        now.saturating_sub(waited_ns.unwrap_or(0))
-    }
-
-    /// The datagram just read into `buf`, for link `dir`, arrived no earlier than `after` (the
-    /// datagram read before it from the same socket: a socket's datagrams keep their order,
-    /// where clock readings would put those of one batch, stamped alike, a few nanoseconds
-    /// apart either way).
-    fn arrival(&mut self, r: &Received, dir: usize, client: u32, after: u64) -> Arrival {
-        self.round_bytes += r.len;
-        Arrival {
-            at: self.arrival_time(r.waited_ns()).max(after),
-            dir,
-            client,
-            data: self.buf[..r.len].into(),
-            ipv6: r.from.is_ipv6(),
-        }
-    }
-
-    /// Reads up to [`BATCH`] datagrams from the listen socket into `out`; true if it is now
-    /// empty.
-    fn drain_listen(&mut self, out: &mut Vec<Arrival>) -> bool {
-        let mut last = 0;
-        for _ in 0..BATCH {
-            if self.round_bytes >= MAX_ROUND_BYTES {
-                return false;
-            }
-            let Some(r) = self.read(1) else {
-                return true;
-            };
-            let Some(client) = self.client_for(r.from) else {
-                self.clients_refused += 1;
-                continue;
-            };
-            self.touch(client);
-            let a = self.arrival(&r, FORWARD, client, last);
-            last = a.at;
-            out.push(a);
-        }
-        false
-    }
-
-    /// Reads up to [`BATCH`] datagrams from a client's upstream socket into `out`; true if it
-    /// is now empty.
-    fn drain_upstream(&mut self, client: usize, out: &mut Vec<Arrival>) -> bool {
-        let mut last = 0;
-        for _ in 0..BATCH {
-            if self.round_bytes >= MAX_ROUND_BYTES {
-                return false;
-            }
-            let Some(r) = self.read(client + 2) else {
-                return true;
-            };
-            if r.from != self.server {
-                self.unknown_dropped += 1;
-                self.unknown_bytes += r.len as u64;
-                continue;
-            }
-            self.touch(client as u32);
-            let a = self.arrival(&r, REVERSE, client as u32, last);
-            last = a.at;
-            out.push(a);
-        }
-        false
-    }
-
-    /// A datagram from or to `client` arrived now.
-    fn touch(&mut self, client: u32) {
-        let now = self.now_ns();
-        if let Some(c) = &mut self.clients[client as usize] {
-            c.last_active_ns = now;
-        }
-    }
-
-    /// How often the slots are looked at for expiry: a quarter of the idle time, at most once
-    /// a second (and whenever a new client finds them all taken).
-    fn sweep_every_ns(&self) -> u64 {
-        (self.client_idle_ns / 4).min(1_000_000_000)
-    }
-
-    /// Frees the slots of clients idle for `client_idle` with nothing in the links: their
-    /// upstream sockets close, and their senders are new clients if they come back.
-    fn expire_idle_clients(&mut self) {
-        let now = self.now_ns();
-        self.last_sweep_ns = now;
-        for i in 0..self.clients.len() {
-            let idle = self.clients[i].as_ref().is_some_and(|c| {
-                c.held == 0 && now.saturating_sub(c.last_active_ns) >= self.client_idle_ns
-            });
-            if !idle {
-                continue;
-            }
-            if let Some(c) = self.clients[i].take() {
-                self.by_addr.remove(&c.addr);
-                self.fds[i + 2].fd = -1;
-                self.fds[i + 2].revents = 0;
-                self.free_clients.push(i as u32);
-                self.clients_expired += 1;
-            }
-        }
-    }
-
-    /// The index of the client at `addr`, creating it (and its upstream socket) if new.
-    fn client_for(&mut self, addr: SocketAddr) -> Option<u32> {
-        if let Some(&c) = self.by_addr.get(&addr) {
-            return Some(c);
-        }
-        if self.by_addr.len() >= MAX_CLIENTS {
-            self.expire_idle_clients();
-            if self.by_addr.len() >= MAX_CLIENTS {
-                return None;
-            }
-        }
-        let ip = match self.server.ip() {
-            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        };
-        let open = || -> io::Result<(UdpSocket, SocketAddr)> {
-            let s = UdpSocket::bind(SocketAddr::new(ip, 0))?;
-            s.set_nonblocking(true)?;
-            set_socket_buffers(&s, SOCKET_BUFFER_BYTES)?;
-            enable_receive_metadata(&s)?;
-            let a = s.local_addr()?;
-            Ok((s, a))
-        };
-        let Ok((upstream, upstream_addr)) = open() else {
-            self.io_errors += 1;
-            return None;
-        };
-        let entry = pollfd(&upstream);
-        let client = Client {
-            addr,
-            upstream,
-            upstream_addr,
-            last_active_ns: self.now_ns(),
-            held: 0,
-        };
-        let c = match self.free_clients.pop() {
-            Some(c) => {
-                self.fds[c as usize + 2] = entry;
-                // The kernel's drop counter is the new socket's.
-                self.socket_drops_gone += u64::from(self.socket_drops[c as usize + 2]);
-                self.socket_drops[c as usize + 2] = 0;
-                self.clients[c as usize] = Some(client);
-                c
-            }
-            None => {
-                self.fds.push(entry);
-                self.socket_drops.push(0);
-                self.clients.push(Some(client));
-                (self.clients.len() - 1) as u32
-            }
-        };
-        self.by_addr.insert(addr, c);
-        self.clients_seen += 1;
-        Some(c)
-    }
-
-    /// A datagram enters its link at its arrival time (or when the model has run to, if
-    /// later), unless the links hold as much as the emulator keeps.
-    fn enter(&mut self, a: Arrival) {
-        let Arrival {
-            at,
-            dir,
-            client,
-            data,
-            ipv6,
-        } = a;
-        let (now, n) = (at.max(self.model_ns), data.len());
-        self.process_until(now);
-        let d = &mut self.dirs[dir].stats;
-        d.datagrams_in += 1;
-        d.bytes_in += n as u64;
-        if self.held >= MAX_HELD_DATAGRAMS || self.held_bytes + n as u64 > MAX_HELD_BYTES {
-            d.dropped_memory += 1;
-            return;
-        }
-        let packet = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slab.push(Slot::default());
-                (self.slab.len() - 1) as u32
-            }
-        };
-        let slot = &mut self.slab[packet as usize];
-        slot.data = data;
-        slot.client = client;
-        let q = Queued {
-            packet,
-            size: wire_bytes(n, ipv6),
-            class: client,
-        };
-        let admission = self.links[dir].arrive(now, q, &mut self.events);
-        let d = &mut self.dirs[dir].stats;
-        match admission {
-            Admission::Accepted => {
-                if let Some(c) = &mut self.clients[client as usize] {
-                    c.held += 1;
-                }
-                self.held += 1;
-                self.held_bytes += n as u64;
-                self.held_peak = self.held_peak.max(self.held);
-                self.held_peak_bytes = self.held_peak_bytes.max(self.held_bytes);
-                return;
-            }
-            Admission::LostRandom => d.lost_random += 1,
-            Admission::Policed => d.policed += 1,
-            Admission::Dropped => d.dropped_buffer += 1,
-        }
-        self.slab[packet as usize].data = Box::default();
-        self.free.push(packet);
-    }
-
-    /// Runs every event due at or before `t`, each at its own scheduled time.
-    fn process_until(&mut self, t: u64) {
-        self.model_ns = self.model_ns.max(t);
-        while let Some(due) = self.events.peek_time() {
-            if due > t {
-                break;
-            }
-            let Some((due, target)) = self.events.pop() else {
-                break;
-            };
-            let late = self.now_ns().saturating_sub(due);
-            self.lateness.record(late);
-            self.events_done += 1;
-            match target {
-                Target::LinkTransmit(l) => {
-                    self.links[l as usize].on_transmitted(due, &mut self.events)
-                }
-                Target::LinkRate(l) => self.links[l as usize].on_rate_step(due, &mut self.events),
-                Target::LinkArrival(l) => {
-                    let mut out = std::mem::take(&mut self.out);
-                    let mut lost = std::mem::take(&mut self.lost);
-                    self.links[l as usize].take_arrivals(
-                        due,
-                        &mut out,
-                        &mut lost,
-                        &mut self.events,
-                    );
-                    for &p in &lost {
-                        self.lose(l as usize, p);
-                    }
-                    for &p in &out {
-                        self.deliver(l as usize, p, due);
-                    }
-                    out.clear();
-                    lost.clear();
-                    self.out = out;
-                    self.lost = lost;
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// Takes the datagram out of slot `p`, which leaves the links, and frees the slot: the
-    /// datagram and its client's index.
-    fn release(&mut self, p: u32) -> (Box<[u8]>, usize) {
-        let slot = &mut self.slab[p as usize];
-        let data = std::mem::take(&mut slot.data);
-        let client = slot.client as usize;
-        self.held -= 1;
-        self.held_bytes -= data.len() as u64;
-        self.free.push(p);
-        // A client with datagrams in the links keeps its slot (see `expire_idle_clients`).
-        if let Some(c) = self.clients[client].as_mut() {
-            c.held -= 1;
-        }
-        (data, client)
-    }
-
-    /// Frees slot `p`, whose datagram link `dir`'s loss took on delivery.
-    fn lose(&mut self, dir: usize, p: u32) {
-        self.release(p);
-        self.dirs[dir].stats.lost_random += 1;
-    }
-
-    /// Sends the datagram in slot `p`, which link `dir` delivered at `due`, and frees the slot.
-    fn deliver(&mut self, dir: usize, p: u32, due: u64) {
-        let now = self.now_ns();
-        // Freed when this function returns.
-        let (data, client) = self.release(p);
-        let n = data.len();
-        let sent = match self.clients[client].as_ref() {
-            Some(client) => {
-                if dir == FORWARD {
-                    let ipv6 = self.server.is_ipv6();
-                    client.upstream.send_to(&data, self.server).map(|_| ipv6)
-                } else {
-                    let ipv6 = client.addr.is_ipv6();
-                    self.listen.send_to(&data, client.addr).map(|_| ipv6)
-                }
-            }
-            None => Err(io::Error::other("the client's slot expired")),
-        };
-        let d = &mut self.dirs[dir];
-        d.stats.delivery_lateness.record(now.saturating_sub(due));
-        match sent {
-            Ok(ipv6) => {
-                let wire = u64::from(wire_bytes(n, ipv6));
-                d.stats.datagrams_out += 1;
-                d.stats.bytes_out += n as u64;
-                d.stats.wire_bytes_out += wire;
-                if d.first_out_ns.is_none() {
-                    d.first_out_ns = Some(due);
-                    d.first_out_wire = wire;
-                }
-                d.last_out_ns = due;
-            }
-            Err(_) => d.stats.send_errors += 1,
-        }
-    }
-
-    fn snapshot(&mut self) -> EmulatorStats {
-        let now = self.now_ns();
-        let mut dir_stats = |i: usize| {
-            let d = &self.dirs[i];
-            let mut s = d.stats.clone();
-            if let Some(first) = d.first_out_ns {
-                let span = Duration::from_nanos(d.last_out_ns - first);
-                s.achieved_rate = Rate::from_bytes_over(s.wire_bytes_out - d.first_out_wire, span);
-            }
-            s.link = self.links[i].finish(now, 0);
-            s
-        };
-        let forward = dir_stats(FORWARD);
-        let reverse = dir_stats(REVERSE);
-        let socket_drops =
-            self.socket_drops_gone + self.socket_drops.iter().map(|&d| u64::from(d)).sum::<u64>();
-        let mut stats = EmulatorStats {
-            elapsed: Duration::from_nanos(now),
-            forward,
-            reverse,
-            clients: self
-                .clients
-                .iter()
-                .flatten()
-                .map(|c| ClientInfo {
-                    addr: c.addr,
-                    upstream: c.upstream_addr,
-                })
-                .collect(),
-            clients_seen: self.clients_seen,
-            clients_expired: self.clients_expired,
-            clients_refused: self.clients_refused,
-            unknown_dropped: self.unknown_dropped,
-            held_peak_datagrams: self.held_peak,
-            held_peak_bytes: self.held_peak_bytes,
-            unknown_bytes: self.unknown_bytes,
-            io_errors: self.io_errors,
-            events: self.events_done,
-            lateness: self.lateness.clone(),
-            input_wait: self.input_wait.clone(),
-            socket_drops,
-            lateness_bound: self.bound,
-            socket_buffer_bytes: self.socket_buffer_bytes,
-            realtime: self.realtime,
-            failure: None,
-            valid: false,
-        };
-        stats.valid = stats.failed_checks().is_empty();
-        stats
-    }
 }
 
 #[cfg(test)]
