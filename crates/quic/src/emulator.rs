@@ -102,6 +102,7 @@
 //! slack). Elsewhere it falls back to `poll` with millisecond timeouts.
 
 mod engine;
+mod tun;
 mod udp;
 
 use engine::{Engine, RelayHandle};
@@ -115,7 +116,9 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixDatagram;
 use std::sync::mpsc;
+use crate::netns::{self, Namespaces};
 use std::time::Duration;
+use tun::TunDoor;
 use udp::UdpDoor;
 
 /// Socket buffer size the emulator asks for on every socket (receive and send), bytes.
@@ -174,6 +177,10 @@ pub enum EmulatorError {
     },
     /// A setting the link model cannot run with.
     BadConfig(String),
+    /// The TUN link cannot run here: what is missing (root, `/dev/net/tun`, `ip`).
+    Unsupported(String),
+    /// Making or configuring the TUN link's namespaces failed.
+    Setup(String),
     /// A socket or thread operation failed.
     Io {
         /// What was being done.
@@ -192,6 +199,7 @@ impl fmt::Display for EmulatorError {
                  (the emulator only relays between 127.0.0.0/8 or ::1 addresses)"
             ),
             EmulatorError::BadConfig(msg) => write!(f, "bad emulator configuration: {msg}"),
+            EmulatorError::Unsupported(msg) | EmulatorError::Setup(msg) => f.write_str(msg),
             EmulatorError::Io { what, source } => write!(f, "emulator: {what}: {source}"),
         }
     }
@@ -571,6 +579,66 @@ impl EmulatorHandle {
     /// Stops the relay thread, releases every socket, and returns the final statistics.
     pub fn shutdown(self) -> EmulatorStats {
         self.relay.shutdown()
+    }
+}
+
+/// Starts the TUN link: makes the run's client and server namespaces (see [`crate::netns`]),
+/// each with a TUN device, and relays IP packets between them, client to server through
+/// `forward` and back through `reverse`, on its own thread. Returns at once; dropping the
+/// handle stops the thread and deletes the namespaces.
+pub fn start_tun(
+    forward: &LinkConfig,
+    reverse: &LinkConfig,
+    seed: u64,
+) -> Result<TunLink, EmulatorError> {
+    check_link("forward", forward).map_err(EmulatorError::BadConfig)?;
+    check_link("reverse", reverse).map_err(EmulatorError::BadConfig)?;
+    if let Some(missing) = netns::check_support() {
+        return Err(EmulatorError::Unsupported(missing));
+    }
+    let mut namespaces = Namespaces::create().map_err(EmulatorError::Setup)?;
+    let Some([client, server]) = namespaces.take_tuns() else {
+        return Err(EmulatorError::Setup("the TUN devices are gone".into()));
+    };
+    let (control, control_peer) =
+        UnixDatagram::pair().map_err(io_err("creating the control socket"))?;
+    control_peer
+        .set_nonblocking(true)
+        .map_err(io_err("making the control socket non-blocking"))?;
+    let (reply_tx, reply_rx) = mpsc::channel();
+    let door = TunDoor::new(client, server, Engine::control_pollfd(&control_peer));
+    let engine = Engine::new(forward, reverse, seed, control_peer, reply_tx);
+    let relay = engine::spawn(engine, door, control, reply_rx, "kleinrock-tun-link")
+        .map_err(io_err("starting the relay thread"))?;
+    Ok(TunLink { relay, namespaces })
+}
+
+/// A running TUN link and its namespaces.
+#[derive(Debug)]
+pub struct TunLink {
+    // Dropped first: the thread stops and the devices close before the namespaces go.
+    relay: RelayHandle,
+    namespaces: Namespaces,
+}
+
+impl TunLink {
+    /// The run's namespaces: where programs and sockets of either side go.
+    pub fn namespaces(&self) -> &Namespaces {
+        &self.namespaces
+    }
+
+    /// A snapshot of the counters and measurements so far.
+    pub fn stats(&self) -> EmulatorStats {
+        self.relay.stats()
+    }
+
+    /// Stops the relay thread, closes the devices, deletes the namespaces, and returns the
+    /// final statistics.
+    pub fn shutdown(self) -> EmulatorStats {
+        let TunLink { relay, namespaces } = self;
+        let stats = relay.shutdown();
+        drop(namespaces);
+        stats
     }
 }
 

@@ -5,10 +5,12 @@ pub mod adapter;
 pub mod emulator;
 pub mod endpoint;
 pub mod limits;
+pub mod netns;
 pub mod stamps;
 pub mod subflows;
 pub mod timers;
 pub mod trace;
+pub mod tun_check;
 pub mod tunnel;
 
 /// Locks a mutex, ignoring poisoning: the state behind the crate's mutexes stays consistent

@@ -1,0 +1,289 @@
+//! The run's own network namespaces and TUN devices: a client namespace and a server
+//! namespace, each with one TUN device, whose other ends the TUN link holds (see
+//! [`crate::tun_link`]).
+//!
+//! # Names and lifetime
+//!
+//! A namespace is named `kr-<pid>-<start>-<seq>-<side>` (`side` `c` or `s`), where `start` is
+//! the process's start time in clock ticks since boot (`/proc/self/stat`, field 22), so that a
+//! name outlives neither its process nor a later process with the same pid. [`Namespaces`]
+//! deletes both when dropped; a run killed before that (SIGKILL) leaves them behind, and
+//! [`Namespaces::create`] deletes every `kr-` namespace whose process is gone before it makes
+//! its own. TUN devices are not persistent: the kernel removes one when its last descriptor
+//! closes, which the kernel also does for a killed process.
+//!
+//! Namespaces are made and configured with iproute2's `ip` (`ip netns add`, `ip -n NS ...`),
+//! TUN devices with `TUNSETIFF` on `/dev/net/tun`; programs enter a namespace with
+//! `setns(2)`. All of it needs root (`CAP_SYS_ADMIN` and `CAP_NET_ADMIN`); [`check_support`]
+//! says what is missing.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Where `ip netns` keeps its namespaces.
+const NETNS_DIR: &str = "/run/netns";
+/// The prefix of every namespace kleinrock makes.
+const PREFIX: &str = "kr-";
+/// The client side's address on its TUN device.
+pub const CLIENT_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+/// The server side's address on its TUN device: where programs in the client namespace reach
+/// the server side.
+pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+/// MTU of both TUN devices (Ethernet's).
+pub const MTU: u32 = 1500;
+
+/// Which namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Where programs run (`shell`), the data's receiver of a download.
+    Client,
+    /// Where the server address lives.
+    Server,
+}
+
+impl Side {
+    fn letter(self) -> char {
+        match self {
+            Side::Client => 'c',
+            Side::Server => 's',
+        }
+    }
+
+    /// This side's address.
+    pub fn addr(self) -> Ipv4Addr {
+        match self {
+            Side::Client => CLIENT_ADDR,
+            Side::Server => SERVER_ADDR,
+        }
+    }
+
+    fn peer(self) -> Ipv4Addr {
+        match self {
+            Side::Client => SERVER_ADDR,
+            Side::Server => CLIENT_ADDR,
+        }
+    }
+}
+
+/// What the TUN link needs and this machine or process lacks, in one line; `None` when it can
+/// run.
+pub fn check_support() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some(
+            "the TUN link needs root (network namespaces and TUN devices); run as root".into(),
+        );
+    }
+    if let Err(e) = File::options().read(true).write(true).open("/dev/net/tun") {
+        return Some(format!(
+            "the TUN link needs /dev/net/tun, which does not open: {e}"
+        ));
+    }
+    match Command::new("ip").arg("-V").output() {
+        Ok(o) if o.status.success() => None,
+        _ => Some("the TUN link needs iproute2's `ip` command on the PATH".into()),
+    }
+}
+
+/// Runs `ip` with `args`; its error output on failure.
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run `ip`: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`ip {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The start time of process `pid` in clock ticks since boot, if it is alive.
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces; count after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether namespace `name` is one of ours whose process is gone.
+fn is_stale(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(PREFIX) else {
+        return false;
+    };
+    let mut parts = rest.split('-');
+    let (Some(pid), Some(start)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+        return false;
+    };
+    start_ticks(pid) != Some(start)
+}
+
+/// Deletes the namespaces of kleinrock runs that were killed; how many.
+pub fn remove_stale() -> usize {
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
+        return 0;
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| is_stale(n))
+        .filter(|n| ip(&["netns", "delete", n]).is_ok())
+        .count()
+}
+
+/// The namespaces kleinrock made and configured now, by name.
+pub fn ours() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(PREFIX))
+        .collect()
+}
+
+/// Runs made by this process, for unique names.
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A client and a server namespace, each with a TUN device whose descriptor this holds;
+/// dropping it deletes both namespaces.
+#[derive(Debug)]
+pub struct Namespaces {
+    names: [String; 2],
+    tuns: Option<[OwnedFd; 2]>,
+}
+
+impl Namespaces {
+    /// Removes stale namespaces, then makes and configures the two of this run: each has `lo`
+    /// up and a TUN device (point to point, [`MTU`]) with its side's address.
+    pub fn create() -> Result<Namespaces, String> {
+        if let Some(missing) = check_support() {
+            return Err(missing);
+        }
+        remove_stale();
+        let pid = std::process::id();
+        let start = start_ticks(pid).unwrap_or(0);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let name = |s: Side| format!("{PREFIX}{pid}-{start}-{seq}-{}", s.letter());
+        let mut ns = Namespaces {
+            names: [name(Side::Client), name(Side::Server)],
+            tuns: None,
+        };
+        for n in &ns.names {
+            ip(&["netns", "add", n])?;
+        }
+        // Interface names have at most 15 bytes: unique among this process's runs while they
+        // are in the root namespace, for the moment before they move.
+        let dev = |s: Side| format!("kr{pid}-{}{}", seq % 10_000, s.letter());
+        let client = ns.device(Side::Client, &dev(Side::Client))?;
+        let server = ns.device(Side::Server, &dev(Side::Server))?;
+        ns.tuns = Some([client, server]);
+        Ok(ns)
+    }
+
+    /// The name of a side's namespace.
+    pub fn name(&self, side: Side) -> &str {
+        match side {
+            Side::Client => &self.names[0],
+            Side::Server => &self.names[1],
+        }
+    }
+
+    /// Takes the two TUN descriptors (client, server); `None` the second time.
+    pub fn take_tuns(&mut self) -> Option<[OwnedFd; 2]> {
+        self.tuns.take()
+    }
+
+    /// Makes TUN device `dev`, moves it into `side`'s namespace and configures it there.
+    fn device(&self, side: Side, dev: &str) -> Result<OwnedFd, String> {
+        let fd = open_tun(dev).map_err(|e| format!("cannot make TUN device {dev}: {e}"))?;
+        let ns = self.name(side);
+        let addr = format!("{}/32", side.addr());
+        let peer = format!("{}/32", side.peer());
+        let mtu = MTU.to_string();
+        ip(&["link", "set", "dev", dev, "netns", ns])?;
+        ip(&["-n", ns, "link", "set", "dev", dev, "name", "tun0"])?;
+        ip(&["-n", ns, "address", "add", &addr, "peer", &peer, "dev", "tun0"])?;
+        ip(&["-n", ns, "link", "set", "dev", "tun0", "mtu", &mtu, "up"])?;
+        ip(&["-n", ns, "link", "set", "dev", "lo", "up"])?;
+        Ok(fd)
+    }
+
+    /// Opens `side`'s namespace, for [`enter`] and [`in_namespace`].
+    pub fn open(&self, side: Side) -> io::Result<File> {
+        File::open(format!("{NETNS_DIR}/{}", self.name(side)))
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        // The devices go first (closing their descriptors removes them), then the namespaces.
+        self.tuns = None;
+        for n in &self.names {
+            let _ = ip(&["netns", "delete", n]);
+        }
+    }
+}
+
+/// `TUNSETIFF`: makes the descriptor of `/dev/net/tun` a TUN device.
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const IFF_TUN: libc::c_short = 0x0001;
+const IFF_NO_PI: libc::c_short = 0x1000;
+
+/// Opens a new non-blocking TUN device `name` (IP packets, no packet information header).
+fn open_tun(name: &str) -> io::Result<OwnedFd> {
+    let path = CString::new("/dev/net/tun").map_err(io::Error::other)?;
+    // SAFETY: a valid NUL-terminated path; the returned descriptor is owned below.
+    let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a descriptor we just opened and own.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: an all-zero ifreq is valid; the name fits (checked) with its NUL.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    let bytes = name.as_bytes();
+    if bytes.len() >= req.ifr_name.len() {
+        return Err(io::Error::other("interface name too long"));
+    }
+    for (d, &b) in req.ifr_name.iter_mut().zip(bytes) {
+        *d = b as libc::c_char;
+    }
+    req.ifr_ifru.ifru_flags = IFF_TUN | IFF_NO_PI;
+    // SAFETY: TUNSETIFF reads and writes an ifreq, which `req` is.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF as _, &mut req) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Moves the calling thread into the namespace open as `ns` (`setns(2)`); only this thread
+/// moves, and sockets it creates afterwards belong to that namespace for good.
+pub fn enter(ns: &File) -> io::Result<()> {
+    // SAFETY: a live namespace descriptor and the network namespace type.
+    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Runs `f` with the calling thread in namespace `ns`, then moves it back where it was.
+pub fn in_namespace<T>(ns: &File, f: impl FnOnce() -> T) -> io::Result<T> {
+    let home = File::open("/proc/thread-self/ns/net")?;
+    enter(ns)?;
+    let out = f();
+    enter(&home)?;
+    Ok(out)
+}
