@@ -9,8 +9,9 @@ use kleinrock_cc::controller::units::parse_duration;
 use kleinrock_lab::metrics::link_metrics;
 use kleinrock_lab::scenario::{load, Scenario};
 use kleinrock_quic::emulator::{self, DirectionStats, EmulatorConfig, EmulatorStats};
+use kleinrock_sim::LinkConfig;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// `--client-idle`: a positive duration.
@@ -58,7 +59,13 @@ pub struct EmulateArgs {
 
 /// The scenario whose first flow's links the emulator applies.
 fn scenario(args: &EmulateArgs) -> Result<Scenario, String> {
-    let s = match &args.scenario {
+    link_scenario(args.link.as_deref(), args.scenario.as_deref())
+}
+
+/// The scenario of `--scenario FILE` (one point, one flow of one link each way) or of `--link
+/// RATE,RTT,BUFFER` (default `10Mbps,50ms,2bdp`).
+pub fn link_scenario(link: Option<&str>, file: Option<&Path>) -> Result<Scenario, String> {
+    let s = match file {
         Some(file) => {
             let set = load(file, &[]).map_err(|e| e.to_string())?;
             let [s] = &set.points[..] else {
@@ -69,7 +76,7 @@ fn scenario(args: &EmulateArgs) -> Result<Scenario, String> {
         None => live::dumbbell(
             "newreno",
             &[],
-            args.link.as_deref().unwrap_or("10Mbps,50ms,2bdp"),
+            link.unwrap_or("10Mbps,50ms,2bdp"),
             "1MB",
             &[],
         )?,
@@ -80,15 +87,21 @@ fn scenario(args: &EmulateArgs) -> Result<Scenario, String> {
     }
 }
 
-fn config(args: &EmulateArgs, s: &Scenario) -> EmulatorConfig {
+/// The client-to-server and server-to-client links of `s`'s first flow: its data path is the
+/// server-to-client direction (a download), or with `upload` the other.
+pub fn directions(s: &Scenario, upload: bool) -> (LinkConfig, LinkConfig) {
     let flow = &s.flows[0];
     let data = s.links[flow.forward[0]].clone();
     let ack = s.links[flow.reverse[0]].clone();
-    let (forward, reverse) = if args.upload {
+    if upload {
         (data, ack)
     } else {
         (ack, data)
-    };
+    }
+}
+
+fn config(args: &EmulateArgs, s: &Scenario) -> EmulatorConfig {
+    let (forward, reverse) = directions(s, args.upload);
     EmulatorConfig {
         listen: args.listen,
         server: args.server,
@@ -100,8 +113,8 @@ fn config(args: &EmulateArgs, s: &Scenario) -> EmulatorConfig {
 }
 
 /// The two directions in a line.
-fn describe(c: &EmulatorConfig) -> String {
-    let one = |l: &kleinrock_sim::LinkConfig| {
+pub fn describe(forward: &LinkConfig, reverse: &LinkConfig) -> String {
+    let one = |l: &LinkConfig| {
         format!(
             "{:.3} Mbps, {:?}, buffer {:?}",
             l.rate.bits_per_sec() / 1e6,
@@ -111,8 +124,8 @@ fn describe(c: &EmulatorConfig) -> String {
     };
     format!(
         "client->server {}; server->client {}",
-        one(&c.forward),
-        one(&c.reverse)
+        one(forward),
+        one(reverse)
     )
 }
 
@@ -133,7 +146,7 @@ fn direction_json(d: &DirectionStats) -> serde_json::Value {
     })
 }
 
-fn stopped_event(s: &EmulatorStats) -> serde_json::Value {
+pub fn stopped_event(s: &EmulatorStats) -> serde_json::Value {
     serde_json::json!({
         "event": "stopped",
         "valid": s.valid,
@@ -168,14 +181,20 @@ async fn emulate(args: EmulateArgs) -> Result<(), String> {
         &format!(
             "emulating on {addr} -> {}: {}; stop with Ctrl-C",
             args.server,
-            describe(&config)
+            describe(&config.forward, &config.reverse)
         ),
     );
     stop.wait().await;
     let stats = tokio::task::spawn_blocking(move || handle.shutdown())
         .await
         .map_err(|e| format!("the emulator did not stop: {e}"))?;
-    let text = format!(
+    live::event(args.json, stopped_event(&stats), &stopped_text(&stats));
+    Ok(())
+}
+
+/// What the emulator relayed and its verdict, in a line.
+pub fn stopped_text(stats: &EmulatorStats) -> String {
+    format!(
         "stopped after {:.1} s: {} datagrams to the server, {} to clients, {} dropped by the \
          buffer; lateness p99 {:?} (bound {:?}): {}",
         stats.elapsed.as_secs_f64(),
@@ -187,9 +206,7 @@ async fn emulate(args: EmulateArgs) -> Result<(), String> {
         stats
             .why_invalid()
             .map_or("valid".to_string(), |why| format!("NOT valid: {why}"))
-    );
-    live::event(args.json, stopped_event(&stats), &text);
-    Ok(())
+    )
 }
 
 /// Runs `kleinrock emulate`.

@@ -8,6 +8,7 @@ mod emulate;
 mod live;
 mod send;
 mod serve;
+mod shell;
 mod transfer;
 mod tunnel;
 
@@ -108,6 +109,9 @@ enum Command {
     Send(send::SendArgs),
     /// Run the bottleneck emulator alone between a client and a server on loopback.
     Emulate(emulate::EmulateArgs),
+    /// Run any program behind the emulated link, in a network namespace of its own (root):
+    /// `kleinrock shell --link 20Mbps,40ms,1bdp -- curl http://10.77.0.2:8000/`.
+    Shell(shell::ShellArgs),
     /// Measure the simulator (bottleneck packets per wall second) or, with --emulator, the
     /// real-time emulator (forwarding capacity, highest valid link rate).
     Bench(bench::BenchArgs),
@@ -135,6 +139,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Send(args) => send::run(args),
         Command::Emulate(args) => emulate::run(args),
+        Command::Shell(args) => shell::run(args),
         Command::Bench(args) => bench::run(args),
     };
     match result {

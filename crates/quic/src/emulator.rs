@@ -105,6 +105,7 @@ mod engine;
 mod tun;
 mod udp;
 
+use crate::netns::{self, Namespaces};
 use engine::{Engine, RelayHandle};
 use kleinrock_cc::controller::units::duration_nanos;
 use kleinrock_cc::Rate;
@@ -116,7 +117,6 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixDatagram;
 use std::sync::mpsc;
-use crate::netns::{self, Namespaces};
 use std::time::Duration;
 use tun::TunDoor;
 use udp::UdpDoor;

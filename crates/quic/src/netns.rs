@@ -22,8 +22,10 @@ use std::fs::File;
 use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::process::Command;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 /// Where `ip netns` keeps its namespaces.
 const NETNS_DIR: &str = "/run/netns";
@@ -214,7 +216,9 @@ impl Namespaces {
         let mtu = MTU.to_string();
         ip(&["link", "set", "dev", dev, "netns", ns])?;
         ip(&["-n", ns, "link", "set", "dev", dev, "name", "tun0"])?;
-        ip(&["-n", ns, "address", "add", &addr, "peer", &peer, "dev", "tun0"])?;
+        ip(&[
+            "-n", ns, "address", "add", &addr, "peer", &peer, "dev", "tun0",
+        ])?;
         ip(&["-n", ns, "link", "set", "dev", "tun0", "mtu", &mtu, "up"])?;
         ip(&["-n", ns, "link", "set", "dev", "lo", "up"])?;
         Ok(fd)
@@ -245,7 +249,12 @@ const IFF_NO_PI: libc::c_short = 0x1000;
 fn open_tun(name: &str) -> io::Result<OwnedFd> {
     let path = CString::new("/dev/net/tun").map_err(io::Error::other)?;
     // SAFETY: a valid NUL-terminated path; the returned descriptor is owned below.
-    let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    let raw = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
     if raw < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -286,4 +295,49 @@ pub fn in_namespace<T>(ns: &File, f: impl FnOnce() -> T) -> io::Result<T> {
     let out = f();
     enter(&home)?;
     Ok(out)
+}
+
+/// Spawns `command` with its process in the namespace open as `ns`, killed (SIGKILL) when the
+/// thread that spawned it ends, as when kleinrock dies, so that no program outlives the
+/// namespaces of its run.
+pub fn spawn_in(ns: &File, command: &mut Command) -> io::Result<Child> {
+    let fd = ns.as_raw_fd();
+    // SAFETY: the closure calls only async-signal-safe functions (setns, prctl) between fork
+    // and exec; `ns` is borrowed, so `fd` stays open until the child is spawned.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            Ok(())
+        });
+    }
+    command.spawn()
+}
+
+/// Ends a child: SIGTERM, then SIGKILL if it is still there after `grace`.
+pub fn terminate(child: &mut Child, grace: Duration) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: signals our own child, which has not been reaped.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

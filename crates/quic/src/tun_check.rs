@@ -88,14 +88,18 @@ fn check(rate: Rate, delay: Duration, pps: f64, run: Duration) -> Result<Measure
     let setup = |what: &'static str| move |e: std::io::Error| EmulatorError::Io { what, source: e };
     let ns = tun.namespaces();
     let to = SocketAddr::from((SERVER_ADDR, PORT));
-    let receiver = netns::in_namespace(&ns.open(Side::Server).map_err(setup("opening the server namespace"))?, || {
-        UdpSocket::bind(to)
-    })
+    let receiver = netns::in_namespace(
+        &ns.open(Side::Server)
+            .map_err(setup("opening the server namespace"))?,
+        || UdpSocket::bind(to),
+    )
     .and_then(|r| r)
     .map_err(setup("binding the receiver"))?;
-    let sender = netns::in_namespace(&ns.open(Side::Client).map_err(setup("opening the client namespace"))?, || {
-        UdpSocket::bind((netns::CLIENT_ADDR, 0))
-    })
+    let sender = netns::in_namespace(
+        &ns.open(Side::Client)
+            .map_err(setup("opening the client namespace"))?,
+        || UdpSocket::bind((netns::CLIENT_ADDR, 0)),
+    )
     .and_then(|r| r)
     .map_err(setup("binding the sender"))?;
     emulator::set_socket_buffers(&receiver, 8 << 20).map_err(setup("sizing the receiver"))?;
@@ -158,7 +162,11 @@ impl Sink {
         let arrivals = Arc::new(Mutex::new(Vec::new()));
         let excess = Arc::new(Mutex::new(Histogram::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (a, x, s) = (Arc::clone(&arrivals), Arc::clone(&excess), Arc::clone(&stop));
+        let (a, x, s) = (
+            Arc::clone(&arrivals),
+            Arc::clone(&excess),
+            Arc::clone(&stop),
+        );
         let expected = expected.as_nanos() as u64;
         let thread = std::thread::spawn(move || {
             let mut buf = vec![0u8; 65_536];

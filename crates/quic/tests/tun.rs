@@ -49,9 +49,17 @@ fn the_tun_link_delivers_its_rate_within_1_percent_up_to_200_mbps() {
         assert!(m.stats.valid, "{:?}", m.stats.why_invalid());
         // Issue 24: delivered rate within 1 % of the configured rate.
         let err = (m.received_bps / (mbps * 1e6) - 1.0).abs();
-        assert!(err <= 0.01, "{mbps} Mbps: received {:.3} Mbps", m.received_bps / 1e6);
+        assert!(
+            err <= 0.01,
+            "{mbps} Mbps: received {:.3} Mbps",
+            m.received_bps / 1e6
+        );
     }
-    assert!(netns::ours().is_empty(), "namespaces left: {:?}", netns::ours());
+    assert!(
+        netns::ours().is_empty(),
+        "namespaces left: {:?}",
+        netns::ours()
+    );
 }
 
 #[test]
@@ -66,7 +74,15 @@ fn the_tun_link_adds_its_delay_within_half_a_millisecond_up_to_200_mbps() {
         report(&format!("{mbps} Mbps"), &m);
         assert!(m.stats.valid, "{:?}", m.stats.why_invalid());
         // Issue 24: one-way delay within 0.5 ms of the configured delay.
-        assert!(m.excess_p99() <= Duration::from_micros(500), "{:?}", m.excess_p99());
+        assert!(
+            m.excess_p99() <= Duration::from_micros(500),
+            "{:?}",
+            m.excess_p99()
+        );
     }
-    assert!(netns::ours().is_empty(), "namespaces left: {:?}", netns::ours());
+    assert!(
+        netns::ours().is_empty(),
+        "namespaces left: {:?}",
+        netns::ours()
+    );
 }

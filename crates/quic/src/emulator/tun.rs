@@ -204,7 +204,10 @@ mod tests {
     #[test]
     fn what_is_not_ip_has_no_flow() {
         assert!(flow_key(&[]).is_none());
-        assert!(flow_key(&[0x45; 10]).is_none(), "shorter than an IPv4 header");
+        assert!(
+            flow_key(&[0x45; 10]).is_none(),
+            "shorter than an IPv4 header"
+        );
         assert!(flow_key(&[0x00; 60]).is_none(), "version 0");
     }
 }
