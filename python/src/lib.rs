@@ -135,6 +135,7 @@ fn run(
 /// Runs `scenario`; a panic in the simulator (a bug) becomes a `RuntimeError` naming the
 /// scenario and seed, never an abort or a `BaseException`.
 fn simulate(scenario: &Scenario) -> PyResult<RunOutput> {
+    scenario.check_simulated().map_err(PyValueError::new_err)?;
     std::panic::catch_unwind(AssertUnwindSafe(|| run_scenario(scenario))).map_err(|panic| {
         let what = panic
             .downcast_ref::<String>()

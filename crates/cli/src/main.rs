@@ -4,7 +4,9 @@
 
 mod alloc;
 mod bench;
+mod crosscheck;
 mod emulate;
+mod kernel_run;
 mod live;
 mod send;
 mod serve;
@@ -109,6 +111,9 @@ enum Command {
     Send(send::SendArgs),
     /// Run the bottleneck emulator alone between a client and a server on loopback.
     Emulate(emulate::EmulateArgs),
+    /// Run a scenario in the simulator and with Linux's own TCP (cubic, reno, bbr) through
+    /// the TUN link (root), and compare goodput and RTT flow by flow.
+    Crosscheck(crosscheck::CrosscheckArgs),
     /// Run any program behind the emulated link, in a network namespace of its own (root):
     /// `kleinrock shell --link 20Mbps,40ms,1bdp -- curl http://10.77.0.2:8000/`.
     Shell(shell::ShellArgs),
@@ -140,6 +145,7 @@ fn main() -> ExitCode {
         Command::Send(args) => send::run(args),
         Command::Emulate(args) => emulate::run(args),
         Command::Shell(args) => shell::run(args),
+        Command::Crosscheck(args) => crosscheck::run(args),
         Command::Bench(args) => bench::run(args),
     };
     match result {
@@ -164,12 +170,53 @@ fn cmd_run(args: RunArgs, sweep: bool) -> Result<(), String> {
             args.file.display()
         ));
     }
+    if set.points.iter().any(|p| p.check_simulated().is_err()) {
+        return kernel_scenario(&args, &set);
+    }
     let outputs = execute(&set, args.quiet);
     report(&set, &outputs, args.json)?;
     if let Some(dir) = args.out {
         save(&dir, &set, &outputs, args.quiet)?;
     }
     Ok(())
+}
+
+/// Runs a scenario of kernel flows through the TUN link, in real time.
+fn kernel_scenario(args: &RunArgs, set: &ScenarioSet) -> Result<(), String> {
+    let [s] = &set.points[..] else {
+        return Err(format!(
+            "{}: kernel flows run in real time, one scenario at a time; run each point with \
+             `kleinrock run --set`",
+            args.file.display()
+        ));
+    };
+    let bar = progress(None, "{spinner} {msg}, {elapsed}", args.quiet);
+    let secs = s.duration.as_secs_f64();
+    bar.set_message(format!(
+        "{}: Linux TCP through the TUN link, {secs} s",
+        s.name
+    ));
+    let out = kernel_run::run(s);
+    bar.finish_and_clear();
+    let out = out?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&out.summary).map_err(|e| e.to_string())?;
+        emit(&format!("{text}\n"));
+    } else {
+        emit(&run_tables(&out.summary));
+    }
+    if let Some(dir) = &args.out {
+        kernel_run::save(dir, &out)?;
+        if !args.quiet {
+            eprintln!("wrote {}", dir.display());
+        }
+    }
+    match out.link.why_invalid() {
+        Some(why) => Err(format!(
+            "the TUN link fell behind ({why}): this run is not valid"
+        )),
+        None => Ok(()),
+    }
 }
 
 fn save(dir: &Path, set: &ScenarioSet, outputs: &[RunOutput], quiet: bool) -> Result<(), String> {

@@ -119,6 +119,7 @@ pub(crate) fn pick(
 
 /// `s` if it has the one flow a transfer can run.
 fn checked(s: Scenario, timestamps: bool) -> Result<Scenario, String> {
+    s.check_simulated()?;
     if !s.tunnels.is_empty() {
         return Err(
             "a transfer runs one connection; run a multipath tunnel with `kleinrock tunnel`".into(),

@@ -541,6 +541,7 @@ fn save(
 pub fn run(args: TunnelArgs) -> Result<(), String> {
     let set = load(&args.scenario, &args.set).map_err(|e| e.to_string())?;
     let s = pick(set, args.point, "`kleinrock tunnel`")?;
+    s.check_simulated()?;
     let spec = spec(&s)?;
     if let Some(dir) = &args.out {
         check_output_dir(dir)?;

@@ -42,7 +42,7 @@ pub fn run_all(points: &[Scenario], progress: impl Fn() + Sync) -> Vec<RunOutput
 }
 
 /// A file name made of the safe characters of `name`.
-pub(crate) fn file_name(name: &str) -> String {
+pub fn file_name(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {

@@ -258,6 +258,14 @@ pub struct FlowPlan {
 }
 
 impl FlowPlan {
+    /// The kernel algorithm of a kernel flow (`cc = "kernel:NAME"`).
+    pub fn kernel_cc(&self) -> Option<&str> {
+        match &self.transport {
+            FlowTransport::Reliable { cc, .. } => cc.strip_prefix(KERNEL_PREFIX),
+            _ => None,
+        }
+    }
+
     /// The controller name, or `"datagram"`.
     pub fn cc_name(&self) -> &str {
         match &self.transport {
@@ -297,6 +305,19 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Refuses a scenario with kernel flows, which run through the TUN link and not in the
+    /// simulator; the message names the first.
+    pub fn check_simulated(&self) -> Result<(), String> {
+        match self.flows.iter().position(|f| f.kernel_cc().is_some()) {
+            Some(i) => Err(format!(
+                "flows[{i}].cc: `{}` is Linux's own TCP, which runs through the TUN link \
+                 (`kleinrock run` or `kleinrock crosscheck`, as root), not in the simulator",
+                self.flows[i].cc_name()
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The simulator configuration, with controllers built fresh.
     pub fn sim_config(&self) -> SimConfig {
         let flows = self
@@ -1789,6 +1810,9 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
             "a reliable flow needs a controller, e.g. cc = \"cubic\"".into(),
         )
     })?;
+    if let Some(name) = cc.strip_prefix(KERNEL_PREFIX) {
+        return resolve_kernel(f, at, name);
+    }
     let params = resolve_params(&f.params, &at("params"))?;
     let mut transport = resolve_transport(f, at, resolve_preset(f, at, &cc, &params)?)?;
     resolve_recovery(f, at, &mut transport)?;
@@ -1816,6 +1840,48 @@ fn resolve_reliable(f: &FlowSpec, at: &dyn Fn(&str) -> String) -> FieldResult<Fl
         cc,
         params,
         transport,
+    })
+}
+
+/// The prefix of a kernel flow's controller: `cc = "kernel:cubic"` is Linux's own Cubic, run
+/// through the TUN link (`kleinrock run` as root), not in the simulator.
+pub const KERNEL_PREFIX: &str = "kernel:";
+
+/// A kernel flow: the algorithm's name (checked against what the kernel offers when it
+/// runs), no parameters, and none of the simulated transport's options.
+fn resolve_kernel(
+    f: &FlowSpec,
+    at: &dyn Fn(&str) -> String,
+    name: &str,
+) -> FieldResult<FlowTransport> {
+    let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    if name.is_empty() || !name.chars().all(plain) {
+        let message = format!(
+            "`{KERNEL_PREFIX}{name}`: a kernel algorithm is named as the kernel names it, e.g. \
+             kernel:cubic, kernel:reno, kernel:bbr"
+        );
+        return Err((at("cc"), message));
+    }
+    let options = [
+        ("params", !f.params.is_empty()),
+        ("packet_size", f.packet_size.is_some()),
+        ("header_size", f.header_size.is_some()),
+        ("pacing", f.pacing.is_some()),
+        ("max_in_flight", f.max_in_flight.is_some()),
+        ("app", f.app.is_some()),
+        ("arrivals", f.arrivals.is_some()),
+        ("stop", f.stop.is_some()),
+    ];
+    let set = options.iter().find(|(_, set)| *set).map(|(n, _)| *n);
+    if let Some(option) = set.or_else(|| reliable_option(f)) {
+        let message = "a kernel flow runs Linux's own TCP as the kernel is configured; it takes \
+                       cc, path, reverse_path, start and size";
+        return Err((at(option), message.into()));
+    }
+    Ok(FlowTransport::Reliable {
+        cc: format!("{KERNEL_PREFIX}{name}"),
+        params: Params::new(),
+        transport: TransportConfig::default(),
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod adapter;
 pub mod emulator;
 pub mod endpoint;
+pub mod kernel;
 pub mod limits;
 pub mod netns;
 pub mod stamps;
