@@ -6,6 +6,9 @@
 //! the timed one nothing); `--compare-htsim BIN` runs htsim's (a) and (b) in the same
 //! invocation and prints the ratios.
 //!
+//! `kleinrock bench --tun` measures the TUN link between network namespaces (root): at each
+//! link rate, the delivered rate and the delay it adds (`kleinrock_quic::tun_check`).
+//!
 //! `kleinrock bench --emulator` measures the userspace bottleneck emulator instead
 //! (`kleinrock_quic::emulator`, a UDP relay on loopback). Each step starts a fresh emulator
 //! with the same link in both directions, a source thread sending datagrams into it from one
@@ -164,15 +167,19 @@ pub struct BenchArgs {
     /// rate on loopback) instead of the simulator.
     #[arg(long)]
     emulator: bool,
+    /// Measure the TUN link between network namespaces (root): delivered rate and added
+    /// delay at 10 Mbps to 1 Gbps.
+    #[arg(long, conflicts_with = "emulator")]
+    tun: bool,
     /// Also run htsim's (a) and (b) with this binary (the anchor's `dumbbell_main` built
     /// against htsim), each right after ours, and print the speed ratios.
-    #[arg(long, value_name = "BIN", conflicts_with = "emulator")]
+    #[arg(long, value_name = "BIN", conflicts_with_all = ["emulator", "tun"])]
     compare_htsim: Option<PathBuf>,
 }
 
 /// Runs the simulator workloads, or with `--emulator` the emulator benchmark.
 pub fn run(args: BenchArgs) -> Result<(), String> {
-    let default = if args.emulator { 2.0 } else { 60.0 };
+    let default = if args.emulator || args.tun { 2.0 } else { 60.0 };
     let seconds = args.seconds.unwrap_or(default);
     const MAX_SECONDS: f64 = 1e6;
     if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
@@ -182,6 +189,8 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     }
     if args.emulator {
         run_emulator(Duration::from_secs_f64(seconds))
+    } else if args.tun {
+        run_tun(Duration::from_secs_f64(seconds))
     } else {
         run_simulator(seconds, args.compare_htsim.as_deref())
     }
@@ -630,4 +639,64 @@ impl Sink {
         let _ = self.thread.join();
         self.packets.load(Ordering::Relaxed)
     }
+}
+
+/// Link rates of the TUN link benchmark, Mbps.
+const TUN_MBPS: [f64; 6] = [10.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
+/// The TUN link's one-way delay in its benchmark.
+const TUN_DELAY: Duration = Duration::from_millis(10);
+/// The TUN link's claims: delivered rate within 1 % of the link's, and at most 0.5 ms of
+/// delay beyond the configured delay and a packet's serialisation (p99).
+const TUN_RATE_ERROR: f64 = 0.01;
+const TUN_DELAY_ERROR: Duration = Duration::from_micros(500);
+
+/// The TUN link at each of [`TUN_MBPS`]: the rate check and the delay check of
+/// `kleinrock_quic::tun_check`, `step` each, then the highest rate at which both held.
+fn run_tun(step: Duration) -> Result<(), String> {
+    use kleinrock_quic::tun_check::{delay_check, rate_check, OVERLOAD, SPARSE_PPS};
+    crate::emit(&format!(
+        "TUN link: 1500-byte UDP packets between two namespaces, {} ms each way, 1000-packet \
+         buffer; rate offered at {OVERLOAD}x the link, delay at {SPARSE_PPS} packets/s; {:.1} s \
+         per check\n",
+        TUN_DELAY.as_millis(),
+        step.as_secs_f64()
+    ));
+    crate::emit(&format!(
+        "{:>9} {:>9} {:>12} {:>7} {:>16} {:>13} {:>5} {:>8}\n",
+        "link Mbps",
+        "sent Mbps",
+        "received Mbps",
+        "error %",
+        "extra delay p50 us",
+        "p99 us",
+        "valid",
+        "realtime"
+    ));
+    let mut highest = 0.0f64;
+    for mbps in TUN_MBPS {
+        let rate = Rate::from_bits_per_sec(mbps * 1e6);
+        let r = rate_check(rate, TUN_DELAY, step).map_err(|e| e.to_string())?;
+        let d = delay_check(rate, TUN_DELAY, step).map_err(|e| e.to_string())?;
+        let error = r.received_bps / (mbps * 1e6) - 1.0;
+        let valid = r.stats.valid && d.stats.valid;
+        let yes_no = |b: bool| if b { "yes" } else { "no" };
+        crate::emit(&format!(
+            "{mbps:>9.0} {:>9.1} {:>12.2} {:>7.2} {:>16.0} {:>13.0} {:>5} {:>8}\n",
+            r.sent_bps / 1e6,
+            r.received_bps / 1e6,
+            error * 100.0,
+            d.excess_median().as_secs_f64() * 1e6,
+            d.excess_p99().as_secs_f64() * 1e6,
+            yes_no(valid),
+            yes_no(r.stats.realtime),
+        ));
+        if valid && error.abs() <= TUN_RATE_ERROR && d.excess_p99() <= TUN_DELAY_ERROR {
+            highest = highest.max(mbps);
+        }
+    }
+    crate::emit(&format!(
+        "highest link rate with the rate within 1 % and the extra delay within 0.5 ms (p99), \
+         both valid: {highest:.0} Mbps\n"
+    ));
+    Ok(())
 }

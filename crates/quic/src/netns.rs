@@ -216,12 +216,24 @@ impl Namespaces {
         let mtu = MTU.to_string();
         ip(&["link", "set", "dev", dev, "netns", ns])?;
         ip(&["-n", ns, "link", "set", "dev", dev, "name", "tun0"])?;
+        self.ipv4_only(side)
+            .map_err(|e| format!("cannot turn IPv6 off in namespace {ns}: {e}"))?;
         ip(&[
             "-n", ns, "address", "add", &addr, "peer", &peer, "dev", "tun0",
         ])?;
         ip(&["-n", ns, "link", "set", "dev", "tun0", "mtu", &mtu, "up"])?;
         ip(&["-n", ns, "link", "set", "dev", "lo", "up"])?;
         Ok(fd)
+    }
+
+    /// Turns IPv6 off on `side`'s TUN device, so that the kernel sends nothing of its own
+    /// (router solicitations, multicast listener reports) through the link: every packet on
+    /// it is the run's.
+    fn ipv4_only(&self, side: Side) -> io::Result<()> {
+        let ns = self.open(side)?;
+        in_namespace(&ns, || {
+            std::fs::write("/proc/sys/net/ipv6/conf/tun0/disable_ipv6", "1")
+        })?
     }
 
     /// Opens `side`'s namespace, for [`enter`] and [`in_namespace`].

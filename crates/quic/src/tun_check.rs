@@ -11,11 +11,17 @@
 //!   and its serialisation time at the link rate: what the TUN devices, the kernel and the
 //!   relay thread add.
 //!
-//! Datagrams are [`PACKET_BYTES`] on the link (an Ethernet MTU), 1472 bytes of UDP payload.
+//! - **Trace**: with a delivery trace as the link's rate, offered above the trace's mean
+//!   rate, each opportunity carries one datagram; [`trace_fit`] says how far the arrivals
+//!   are from the trace's times.
+//!
+//! Datagrams are [`PACKET_BYTES`] on the link (an Ethernet MTU), 1472 bytes of UDP payload,
+//! unless the caller of [`probe`] says otherwise.
 
 use crate::emulator::{self, start_tun, system_ns, EmulatorError, EmulatorStats};
 use crate::netns::{self, Side, SERVER_ADDR};
 use kleinrock_cc::Rate;
+use kleinrock_sim::delivery_trace::DeliveryTrace;
 use kleinrock_sim::hist::Histogram;
 use kleinrock_sim::{BufferLimit, LinkConfig};
 use std::net::{SocketAddr, UdpSocket};
@@ -39,6 +45,8 @@ const DRAIN: Duration = Duration::from_millis(300);
 /// What one check measured.
 #[derive(Debug)]
 pub struct Measured {
+    /// When each datagram arrived at the receiver, ns on the system clock, in order.
+    pub arrivals_ns: Vec<u64>,
     /// The rate the sender achieved, bits per second of IP bytes.
     pub sent_bps: f64,
     /// The rate the receiver saw over the window, bits per second of IP bytes.
@@ -52,16 +60,16 @@ pub struct Measured {
 impl Measured {
     /// The median excess delay.
     pub fn excess_median(&self) -> Duration {
-        quantile(&self.excess_delay, 0.5)
+        histogram_quantile(&self.excess_delay, 0.5)
     }
 
     /// The 99th percentile excess delay.
     pub fn excess_p99(&self) -> Duration {
-        quantile(&self.excess_delay, 0.99)
+        histogram_quantile(&self.excess_delay, 0.99)
     }
 }
 
-fn quantile(h: &Histogram, q: f64) -> Duration {
+fn histogram_quantile(h: &Histogram, q: f64) -> Duration {
     Duration::from_nanos(h.quantile(q).unwrap_or(0.0) as u64)
 }
 
@@ -73,18 +81,31 @@ fn link(rate: Rate, delay: Duration) -> LinkConfig {
 /// The rate check at `rate` with `delay` each way, for `run` of wall time.
 pub fn rate_check(rate: Rate, delay: Duration, run: Duration) -> Result<Measured, EmulatorError> {
     let pps = OVERLOAD * rate.bytes_per_sec() / PACKET_BYTES as f64;
-    check(rate, delay, pps, run)
+    probe(&link(rate, delay), PACKET_BYTES, pps, run)
 }
 
 /// The delay check at `rate` with `delay` each way, for `run` of wall time.
 pub fn delay_check(rate: Rate, delay: Duration, run: Duration) -> Result<Measured, EmulatorError> {
-    check(rate, delay, SPARSE_PPS, run)
+    probe(&link(rate, delay), PACKET_BYTES, SPARSE_PPS, run)
 }
 
-/// Sends `pps` datagrams a second for `run` through a fresh TUN link of `rate` and `delay`.
-fn check(rate: Rate, delay: Duration, pps: f64, run: Duration) -> Result<Measured, EmulatorError> {
-    let l = link(rate, delay);
-    let tun = start_tun(&l, &l, 1)?;
+/// Sends `pps` datagrams of `packet` IP bytes a second for `run` through a fresh TUN link of
+/// `l` each way; the excess delay is counted beyond `l`'s delay and a packet's serialisation
+/// at its rate.
+pub fn probe(
+    l: &LinkConfig,
+    packet: usize,
+    pps: f64,
+    run: Duration,
+) -> Result<Measured, EmulatorError> {
+    if !(HEADERS + 8..=PACKET_BYTES).contains(&packet) {
+        return Err(EmulatorError::BadConfig(format!(
+            "probe packets have {} to {PACKET_BYTES} bytes, not {packet}",
+            HEADERS + 8
+        )));
+    }
+    let (rate, delay) = (l.rate, l.delay);
+    let tun = start_tun(l, l, 1)?;
     let setup = |what: &'static str| move |e: std::io::Error| EmulatorError::Io { what, source: e };
     let ns = tun.namespaces();
     let to = SocketAddr::from((SERVER_ADDR, PORT));
@@ -103,32 +124,34 @@ fn check(rate: Rate, delay: Duration, pps: f64, run: Duration) -> Result<Measure
     .and_then(|r| r)
     .map_err(setup("binding the sender"))?;
     emulator::set_socket_buffers(&receiver, 8 << 20).map_err(setup("sizing the receiver"))?;
+    emulator::enable_receive_metadata(&receiver).map_err(setup("stamping the receiver"))?;
     emulator::set_socket_buffers(&sender, 8 << 20).map_err(setup("sizing the sender"))?;
     receiver
         .set_read_timeout(Some(Duration::from_millis(10)))
         .map_err(setup("configuring the receiver"))?;
-    let serialisation = Duration::from_secs_f64(PACKET_BYTES as f64 / rate.bytes_per_sec());
+    let serialisation = Duration::from_secs_f64(packet as f64 / rate.bytes_per_sec());
     let sink = Sink::start(receiver, delay + serialisation);
     let start = Instant::now();
     let window_start = start + run / 4;
-    let sent = send(&sender, to, pps, run);
+    let sent = send(&sender, to, packet - HEADERS, pps, run);
     let (window, received) = sink.window(window_start, start + run);
     std::thread::sleep(DRAIN);
-    let excess_delay = sink.stop();
+    let (excess_delay, arrivals_ns) = sink.stop();
     let stats = tun.shutdown();
     Ok(Measured {
-        sent_bps: sent as f64 * PACKET_BYTES as f64 * 8.0 / run.as_secs_f64(),
-        received_bps: received as f64 * PACKET_BYTES as f64 * 8.0 / window.as_secs_f64(),
+        arrivals_ns,
+        sent_bps: sent as f64 * packet as f64 * 8.0 / run.as_secs_f64(),
+        received_bps: received as f64 * packet as f64 * 8.0 / window.as_secs_f64(),
         excess_delay,
         stats,
     })
 }
 
-/// Sends datagrams stamped with their send time to `to` at `pps` for `run`: wakes about every
+/// Sends datagrams of `payload` bytes stamped with their send time to `to` at `pps` for `run`: wakes about every
 /// 100 us, sends what is due, and after a stall catches up at most 1 ms of it. How many it
 /// sent.
-fn send(socket: &UdpSocket, to: SocketAddr, pps: f64, run: Duration) -> u64 {
-    let mut buf = vec![0u8; PACKET_BYTES - HEADERS];
+fn send(socket: &UdpSocket, to: SocketAddr, payload: usize, pps: f64, run: Duration) -> u64 {
+    let mut buf = vec![0u8; payload];
     let start = Instant::now();
     let mut sent = 0u64;
     let mut next = 0.0f64;
@@ -148,9 +171,10 @@ fn send(socket: &UdpSocket, to: SocketAddr, pps: f64, run: Duration) -> u64 {
     sent
 }
 
-/// The receiver's thread: arrival instants and excess delays.
+/// The receiver's thread: arrival times and excess delays.
 struct Sink {
-    arrivals: Arc<Mutex<Vec<Instant>>>,
+    /// Arrival times: instants for the window, system-clock ns for the caller.
+    arrivals: Arc<Mutex<Vec<(Instant, u64)>>>,
     excess: Arc<Mutex<Histogram>>,
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<()>,
@@ -171,17 +195,18 @@ impl Sink {
         let thread = std::thread::spawn(move || {
             let mut buf = vec![0u8; 65_536];
             while !s.load(Ordering::Relaxed) {
-                let Ok(n) = socket.recv(&mut buf) else {
+                let Ok(r) = emulator::receive(&socket, &mut buf) else {
                     continue;
                 };
-                let now = system_ns();
+                // The kernel's receive time, not the thread's.
+                let (n, now) = (r.len, r.stamp_ns.unwrap_or(r.read_ns));
                 if n < 8 {
                     continue;
                 }
                 let mut stamp = [0u8; 8];
                 stamp.copy_from_slice(&buf[..8]);
                 let owd = now.saturating_sub(u64::from_le_bytes(stamp));
-                crate::lock(&a).push(Instant::now());
+                crate::lock(&a).push((Instant::now(), now));
                 crate::lock(&x).record(owd.saturating_sub(expected));
             }
         });
@@ -200,15 +225,73 @@ impl Sink {
             std::thread::sleep(left);
         }
         let arrivals = crate::lock(&self.arrivals);
-        let n = arrivals.iter().filter(|&&t| t >= from && t < to).count();
+        let n = arrivals
+            .iter()
+            .filter(|(t, _)| *t >= from && *t < to)
+            .count();
         (to - from, n as u64)
     }
 
-    /// Stops the thread; the excess delays.
-    fn stop(self) -> Histogram {
+    /// Stops the thread; the excess delays and the arrival times (system-clock ns).
+    fn stop(self) -> (Histogram, Vec<u64>) {
         self.stop.store(true, Ordering::Relaxed);
         let _ = self.thread.join();
         let h = crate::lock(&self.excess).clone();
-        h
+        let at = crate::lock(&self.arrivals)
+            .iter()
+            .map(|(_, ns)| *ns)
+            .collect();
+        (h, at)
     }
+}
+
+/// How well a sequence of deliveries fits a delivery trace, for a link whose queue never
+/// empties and whose packets fill its opportunities exactly, `per` packets each: the `k`-th
+/// delivery is opportunity `(m0 + k) / per` plus a constant (the link's start and delay).
+#[derive(Clone, Copy, Debug)]
+pub struct TraceFit {
+    /// The 99th percentile of the deliveries' distance from the fit, ns.
+    pub p99_ns: f64,
+    /// The largest distance, ns.
+    pub worst_ns: f64,
+    /// The largest distance of the best other alignment (but a whole cycle of opportunities
+    /// later), ns: large when only one alignment fits.
+    pub other_ns: f64,
+}
+
+/// Fits deliveries at `at_ns` to `trace`, whose opportunity gaps repeat every `cycle`, with
+/// `per` packets per opportunity: the alignment `m0` (within one period) whose offsets from
+/// the deliveries vary least about their median.
+pub fn trace_fit(trace: &DeliveryTrace, at_ns: &[f64], cycle: u64, per: u64) -> TraceFit {
+    let per = per.max(1);
+    let errors = |m0: u64| -> Vec<f64> {
+        let offset: Vec<f64> = (0..at_ns.len())
+            .map(|k| at_ns[k] - trace.time_ns((m0 + k as u64) / per) as f64)
+            .collect();
+        let median = quantile(offset.clone(), 0.5);
+        offset.iter().map(|o| (o - median).abs()).collect()
+    };
+    let worst = |m0: u64| errors(m0).iter().copied().fold(0.0, f64::max);
+    let alignments = trace.len() as u64 * per;
+    let m0 = (0..alignments)
+        .min_by(|&a, &b| worst(a).total_cmp(&worst(b)))
+        .unwrap_or(0);
+    let other_ns = (0..alignments)
+        .filter(|&m| m.abs_diff(m0) % (cycle * per) != 0)
+        .map(worst)
+        .fold(f64::INFINITY, f64::min);
+    TraceFit {
+        p99_ns: quantile(errors(m0), 0.99),
+        worst_ns: worst(m0),
+        other_ns,
+    }
+}
+
+/// The `q` quantile of `v` (nearest rank); 0 for none.
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
 }

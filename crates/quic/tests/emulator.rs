@@ -4,6 +4,7 @@
 
 use kleinrock_cc::Rate;
 use kleinrock_quic::emulator::{self, wire_bytes, EmulatorConfig, EmulatorError, EmulatorStats};
+use kleinrock_quic::tun_check::trace_fit;
 use kleinrock_sim::delivery_trace::{DeliveryTrace, OPPORTUNITY_BYTES};
 use kleinrock_sim::{BufferLimit, LinkConfig, QdiscConfig};
 use std::net::{SocketAddr, UdpSocket};
@@ -769,37 +770,23 @@ fn a_traced_link_delivers_at_the_traces_opportunities_within_a_millisecond() {
     let timing = judge_timing(&stats);
     let at: Vec<f64> = got.iter().skip(40).map(|r| r.at_ns as f64).collect();
     assert!(at.len() > 500, "only {} deliveries", at.len());
-    // The k-th delivery is opportunity n0 + k at the emulator's start plus the trace time
-    // plus the delay: the best n0 in one period, and the deliveries' error from it.
-    let errors = |n0: u64| -> Vec<f64> {
-        let offset: Vec<f64> = (0..at.len())
-            .map(|k| at[k] - trace.time_ns(n0 + k as u64) as f64)
-            .collect();
-        let mut sorted = offset.clone();
-        let median = quantile(&mut sorted, 0.5);
-        offset.iter().map(|o| (o - median).abs()).collect()
-    };
-    let worst = |n0: u64| errors(n0).iter().copied().fold(0.0, f64::max);
-    let n0 = (0..trace.len() as u64)
-        .min_by(|&a, &b| worst(a).total_cmp(&worst(b)))
-        .expect("a period");
-    let mut e = errors(n0);
-    let p99 = quantile(&mut e, 0.99);
+    let fit = trace_fit(&trace, &at, gaps.len() as u64, 1);
     eprintln!(
         "trace: {} deliveries, |error| p99 {:.1} us max {:.1} us",
         at.len(),
-        p99 / 1e3,
-        worst(n0) / 1e3
+        fit.p99_ns / 1e3,
+        fit.worst_ns / 1e3
     );
     assert!(
-        !timing || p99 <= 1e6,
-        "deliveries off the trace by {p99} ns at p99"
+        !timing || fit.p99_ns <= 1e6,
+        "deliveries off the trace by {} ns at p99",
+        fit.p99_ns
     );
     // Any other alignment (but a whole cycle of the gaps later) is off by at least a
     // millisecond somewhere.
-    let second = (0..trace.len() as u64)
-        .filter(|&n| n.abs_diff(n0) % gaps.len() as u64 != 0)
-        .map(worst)
-        .fold(f64::INFINITY, f64::min);
-    assert!(second >= 1e6, "another alignment fits within {second} ns");
+    assert!(
+        fit.other_ns >= 1e6,
+        "another alignment fits within {} ns",
+        fit.other_ns
+    );
 }

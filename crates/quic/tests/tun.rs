@@ -4,7 +4,9 @@
 
 use kleinrock_cc::Rate;
 use kleinrock_quic::netns;
-use kleinrock_quic::tun_check::{delay_check, rate_check, Measured};
+use kleinrock_quic::tun_check::{delay_check, probe, rate_check, trace_fit, Measured};
+use kleinrock_sim::delivery_trace::{DeliveryTrace, OPPORTUNITY_BYTES};
+use kleinrock_sim::{BufferLimit, LinkConfig};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -27,7 +29,11 @@ fn supported() -> bool {
 
 fn report(what: &str, m: &Measured) {
     eprintln!(
-        "{what}: sent {:.2} Mbps, received {:.2} Mbps, excess delay median {:?} p99 {:?}, {}",
+        "{what}: realtime {}, events {}, lateness p99 {:?}; sent {:.2} Mbps, received {:.2} Mbps, \
+         excess delay median {:?} p99 {:?}, {}",
+        m.stats.realtime,
+        m.stats.events,
+        m.stats.lateness_p99(),
         m.sent_bps / 1e6,
         m.received_bps / 1e6,
         m.excess_median(),
@@ -84,5 +90,56 @@ fn the_tun_link_adds_its_delay_within_half_a_millisecond_up_to_200_mbps() {
         netns::ours().is_empty(),
         "namespaces left: {:?}",
         netns::ours()
+    );
+}
+
+#[test]
+fn a_traced_tun_link_delivers_at_the_traces_opportunities_within_a_millisecond() {
+    if !supported() {
+        return;
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Uneven gaps, so that only one alignment of deliveries and opportunities fits: 6 per
+    // 14 ms, 5.16 Mbit/s. The sender offers packets of half an opportunity (752 of its 1504
+    // bytes, so that none has bytes left over for a third) at twice that, so after the first
+    // 100 ms the queue never empties and each opportunity carries two packets.
+    let gaps = [1u64, 3, 2, 5, 1, 2];
+    let mut text = String::new();
+    let mut t = 0;
+    for gap in gaps.iter().cycle().take(gaps.len() * 60) {
+        t += gap;
+        text += &format!("{t}\n");
+    }
+    let trace = DeliveryTrace::parse(&text).expect("a trace");
+    let mut link = LinkConfig::drop_tail(
+        "traced",
+        trace.mean_rate(),
+        Duration::from_millis(5),
+        BufferLimit::Packets(1000),
+    );
+    link.delivery_trace = Some(trace.clone());
+    let packet = OPPORTUNITY_BYTES as usize / 2;
+    let pps = 2.0 * trace.mean_rate().bytes_per_sec() / packet as f64;
+    let m = probe(&link, packet, pps, Duration::from_millis(1500)).unwrap();
+    assert!(m.stats.valid, "{:?}", m.stats.why_invalid());
+    let at: Vec<f64> = m.arrivals_ns.iter().skip(40).map(|&t| t as f64).collect();
+    assert!(at.len() > 1000, "only {} deliveries", at.len());
+    let fit = trace_fit(&trace, &at, gaps.len() as u64, 2);
+    eprintln!(
+        "trace: {} deliveries, |error| p99 {:.1} us max {:.1} us",
+        at.len(),
+        fit.p99_ns / 1e3,
+        fit.worst_ns / 1e3
+    );
+    // Issue 24: delivered packet times within 1 ms of the trace's in the emulators.
+    assert!(
+        fit.p99_ns <= 1e6,
+        "off the trace by {} ns at p99",
+        fit.p99_ns
+    );
+    assert!(
+        fit.other_ns >= 1e6,
+        "another alignment fits within {} ns",
+        fit.other_ns
     );
 }
