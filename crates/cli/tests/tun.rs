@@ -32,11 +32,19 @@ fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// Runs kleinrock to its end; its output, and whether it left namespaces behind.
 fn kleinrock(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kleinrock"))
+    let child = Command::new(env!("CARGO_BIN_EXE_kleinrock"))
         .args(args)
-        .output()
-        .expect("kleinrock runs")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kleinrock runs");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("kleinrock ends");
+    let left = namespaces_of(pid);
+    assert!(left.is_empty(), "{args:?} left {left:?}");
+    out
 }
 
 fn spawn(args: &[&str]) -> Child {
@@ -112,7 +120,6 @@ fn shell_runs_a_kernel_download_behind_the_link_and_exits_with_its_status() {
     assert_eq!(bytes, 1_250_000, "{out}");
     assert!(secs >= 1.0, "1.25 MB in {secs} s: faster than the link");
     assert!(err.contains("valid"), "the link's verdict: {err}");
-    assert!(netns::ours().is_empty(), "left: {:?}", netns::ours());
 }
 
 #[test]
@@ -147,7 +154,6 @@ fn shell_refuses_what_it_cannot_run_and_leaves_nothing() {
         "{:?}",
         text(&o)
     );
-    assert!(netns::ours().is_empty(), "left: {:?}", netns::ours());
 }
 
 fn path(p: &Path) -> &str {
@@ -180,7 +186,6 @@ fn a_killed_run_leaves_namespaces_that_the_next_start_removes() {
         namespaces_of(child.id()).is_empty(),
         "the next start removes them"
     );
-    assert!(netns::ours().is_empty(), "left: {:?}", netns::ours());
 }
 
 #[test]
@@ -238,7 +243,6 @@ fn a_kernel_algorithm_the_kernel_lacks_is_refused_with_what_it_offers() {
         assert!(err.contains(w), "`{w}` not in {err}");
     }
     assert!(!out.exists(), "nothing written");
-    assert!(netns::ours().is_empty(), "left: {:?}", netns::ours());
 }
 
 #[test]
@@ -273,7 +277,6 @@ fn a_kernel_flow_runs_through_the_tun_link_and_reports_as_a_simulated_one() {
         assert!(header.contains(column), "{header}");
     }
     assert!(csv.lines().count() > 300, "a sample every 10 ms for 4 s");
-    assert!(netns::ours().is_empty(), "left: {:?}", netns::ours());
     // The simulator refuses what it cannot run, naming the flow.
     let o = kleinrock(&["transfer", "--scenario", path(&file)]);
     assert_eq!(o.status.code(), Some(2));
@@ -319,5 +322,4 @@ fn crosscheck_puts_the_simulator_beside_the_kernel() {
     assert!(sim > 15.0 && kernel > 15.0, "{sim} {kernel}");
     assert!(out.join("points/1/kernel/flows/bulk.csv").exists());
     assert!(out.join("points/1/simulated/summary.json").exists());
-    assert!(netns::ours().is_empty(), "left: {:?}", netns::ours());
 }

@@ -1,8 +1,17 @@
 //! The userspace bottleneck emulator: a UDP relay on loopback that sends each direction of a
-//! path through the simulator's own [`Link`] (random loss, policer, FIFO or fair queue,
+//! path through the simulator's own [`Link`](kleinrock_sim::link::Link) (random loss, policer, FIFO or fair queue,
 //! transmitter at the link rate, propagation pipe with order-keeping jitter, rate schedule),
 //! driven by the real clock instead of simulated time. This module owns the relay thread, its
 //! sockets, the payload slab and the emulator's self-measurement.
+//!
+//! # Doors
+//!
+//! The model and the thread (`engine`: links, events, held packets, self-measurement,
+//! control) are apart from what feeds them. The UDP door (`udp`, [`start`]) is the relay below;
+//! the TUN door (`tun`, [`start_tun`]) moves IP packets between TUN devices in two network
+//! namespaces (see [`crate::netns`]) for kernel TCP and any program. Both run the same model
+//! and are judged by the same validity checks; what follows describes the UDP door where the
+//! two differ.
 //!
 //! # Topology
 //!

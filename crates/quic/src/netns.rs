@@ -1,6 +1,6 @@
 //! The run's own network namespaces and TUN devices: a client namespace and a server
 //! namespace, each with one TUN device, whose other ends the TUN link holds (see
-//! [`crate::tun_link`]).
+//! [`crate::emulator::start_tun`]).
 //!
 //! # Names and lifetime
 //!
