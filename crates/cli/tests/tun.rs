@@ -11,20 +11,6 @@ use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Whether the test can run: true as root (where a missing capability panics), false with a
-/// printed reason otherwise.
-fn supported() -> bool {
-    match netns::check_support() {
-        None => true,
-        // SAFETY: geteuid has no preconditions.
-        Some(why) if unsafe { libc::geteuid() } == 0 => panic!("running as root, but {why}"),
-        Some(why) => {
-            eprintln!("skipped: {why}");
-            false
-        }
-    }
-}
-
 fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kleinrock-tun-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -92,7 +78,7 @@ const LINK: &str = "10Mbps,40ms,1bdp";
 
 #[test]
 fn shell_runs_a_kernel_download_behind_the_link_and_exits_with_its_status() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -124,7 +110,7 @@ fn shell_runs_a_kernel_download_behind_the_link_and_exits_with_its_status() {
 
 #[test]
 fn shell_refuses_what_it_cannot_run_and_leaves_nothing() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -171,7 +157,7 @@ fn traced_scenario(trace: &str) -> String {
 
 #[test]
 fn a_killed_run_leaves_namespaces_that_the_next_start_removes() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -190,7 +176,7 @@ fn a_killed_run_leaves_namespaces_that_the_next_start_removes() {
 
 #[test]
 fn sigterm_and_sigint_end_the_run_and_remove_its_namespaces() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -228,7 +214,7 @@ fn kernel_scenario(cc: &str) -> String {
 
 #[test]
 fn a_kernel_algorithm_the_kernel_lacks_is_refused_with_what_it_offers() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -247,7 +233,7 @@ fn a_kernel_algorithm_the_kernel_lacks_is_refused_with_what_it_offers() {
 
 #[test]
 fn a_kernel_flow_runs_through_the_tun_link_and_reports_as_a_simulated_one() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -285,7 +271,7 @@ fn a_kernel_flow_runs_through_the_tun_link_and_reports_as_a_simulated_one() {
 
 #[test]
 fn crosscheck_puts_the_simulator_beside_the_kernel() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -124,8 +124,6 @@ use std::fmt;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::net::UnixDatagram;
-use std::sync::mpsc;
 use std::time::Duration;
 use tun::TunDoor;
 use udp::UdpDoor;
@@ -539,27 +537,16 @@ pub fn start(config: EmulatorConfig) -> Result<EmulatorHandle, EmulatorError> {
     let listen_addr = listen
         .local_addr()
         .map_err(io_err("reading the listen address"))?;
-    let (control, control_peer) =
-        UnixDatagram::pair().map_err(io_err("creating the control socket"))?;
-    control_peer
-        .set_nonblocking(true)
-        .map_err(io_err("making the control socket non-blocking"))?;
-    let (reply_tx, reply_rx) = mpsc::channel();
+    let (engine, wiring) = Engine::new(&config.forward, &config.reverse, config.seed)
+        .map_err(io_err("creating the control socket"))?;
     let door = UdpDoor::new(
         listen,
         config.server,
         duration_nanos(config.client_idle),
-        Engine::control_pollfd(&control_peer),
+        engine.control_pollfd(),
         socket_buffer_bytes,
     );
-    let engine = Engine::new(
-        &config.forward,
-        &config.reverse,
-        config.seed,
-        control_peer,
-        reply_tx,
-    );
-    let relay = engine::spawn(engine, door, control, reply_rx, "kleinrock-emulator")
+    let relay = engine::spawn(engine, door, wiring, "kleinrock-emulator")
         .map_err(io_err("starting the relay thread"))?;
     Ok(EmulatorHandle {
         listen: listen_addr,
@@ -609,15 +596,10 @@ pub fn start_tun(
     let Some([client, server]) = namespaces.take_tuns() else {
         return Err(EmulatorError::Setup("the TUN devices are gone".into()));
     };
-    let (control, control_peer) =
-        UnixDatagram::pair().map_err(io_err("creating the control socket"))?;
-    control_peer
-        .set_nonblocking(true)
-        .map_err(io_err("making the control socket non-blocking"))?;
-    let (reply_tx, reply_rx) = mpsc::channel();
-    let door = TunDoor::new(client, server, Engine::control_pollfd(&control_peer));
-    let engine = Engine::new(forward, reverse, seed, control_peer, reply_tx);
-    let relay = engine::spawn(engine, door, control, reply_rx, "kleinrock-tun-link")
+    let (engine, wiring) =
+        Engine::new(forward, reverse, seed).map_err(io_err("creating the control socket"))?;
+    let door = TunDoor::new(client, server, engine.control_pollfd());
+    let relay = engine::spawn(engine, door, wiring, "kleinrock-tun-link")
         .map_err(io_err("starting the relay thread"))?;
     Ok(TunLink { relay, namespaces })
 }

@@ -320,6 +320,17 @@ fn set_congestion(socket: &Socket, cc: &str) -> std::io::Result<()> {
     }
 }
 
+/// Whether a socket call that failed with `e` is to be tried again (its timeout passed, or a
+/// signal came).
+fn again(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
 /// The sender (in the server namespace): at the flow's start, connects with its algorithm and
 /// writes its bytes, or until the run ends or `stop`; then closes its side.
 fn send(
@@ -351,13 +362,7 @@ fn send(
         let n = (left.min(CHUNK as u64)) as usize;
         match (&*socket).write(&chunk[..n]) {
             Ok(w) => left -= w as u64,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if again(&e) => {}
             Err(_) => break,
         }
     }
@@ -406,14 +411,7 @@ fn receive(listener: &TcpListener, counts: &mut Counts<'_>, quit: &AtomicBool) {
             Ok(n) => {
                 counts.received.fetch_add(n as u64, Ordering::Relaxed);
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
+            Err(e) if again(&e) => {
                 if quit.load(Ordering::Relaxed) {
                     return;
                 }

@@ -92,6 +92,21 @@ pub fn check_support() -> Option<String> {
     }
 }
 
+/// For tests of the TUN link: true when it can run here; false, after printing why, when this
+/// process is not root (the test then skips); a root process that lacks `/dev/net/tun` or
+/// `ip` panics, since there (as on CI) a missing capability is a failure, not a skip.
+pub fn tests_can_run() -> bool {
+    let Some(why) = check_support() else {
+        return true;
+    };
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        panic!("running as root, but {why}");
+    }
+    eprintln!("skipped: {why}");
+    false
+}
+
 /// Runs `ip` with `args`; its error output on failure.
 fn ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip")

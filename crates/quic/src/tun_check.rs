@@ -287,6 +287,21 @@ pub fn trace_fit(trace: &DeliveryTrace, at_ns: &[f64], cycle: u64, per: u64) -> 
     }
 }
 
+/// A trace of `cycles` repetitions of the opportunity gaps `gaps` (ms): uneven gaps make
+/// only one alignment of deliveries and opportunities fit (see [`trace_fit`]).
+pub fn repeating_trace(gaps: &[u64], cycles: usize) -> Result<DeliveryTrace, String> {
+    let times: Vec<u64> = gaps
+        .iter()
+        .cycle()
+        .take(gaps.len() * cycles)
+        .scan(0, |t, gap| {
+            *t += gap;
+            Some(*t)
+        })
+        .collect();
+    DeliveryTrace::from_times(&times, |k| format!("opportunity {}", k + 1))
+}
+
 /// The `q` quantile of `v` (nearest rank); 0 for none.
 fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
     if v.is_empty() {

@@ -4,8 +4,8 @@
 
 use kleinrock_cc::Rate;
 use kleinrock_quic::emulator::{self, wire_bytes, EmulatorConfig, EmulatorError, EmulatorStats};
-use kleinrock_quic::tun_check::trace_fit;
-use kleinrock_sim::delivery_trace::{DeliveryTrace, OPPORTUNITY_BYTES};
+use kleinrock_quic::tun_check::{repeating_trace, trace_fit};
+use kleinrock_sim::delivery_trace::OPPORTUNITY_BYTES;
 use kleinrock_sim::{BufferLimit, LinkConfig, QdiscConfig};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -723,17 +723,6 @@ fn idle_clients_give_their_slots_back() {
     assert!(addrs.contains(&newcomer.local_addr().unwrap()));
 }
 
-/// A trace of `cycles` repetitions of the opportunity gaps `gaps` (ms), as its text.
-fn trace_text(gaps: &[u64], cycles: usize) -> String {
-    let mut t = 0;
-    let mut text = String::new();
-    for gap in gaps.iter().cycle().take(gaps.len() * cycles) {
-        t += gap;
-        text += &format!("{t}\n");
-    }
-    text
-}
-
 #[test]
 fn a_traced_link_delivers_at_the_traces_opportunities_within_a_millisecond() {
     let _g = serial();
@@ -741,7 +730,7 @@ fn a_traced_link_delivers_at_the_traces_opportunities_within_a_millisecond() {
     // 14 ms, 5.16 Mbit/s. The source sends 1504-byte packets at twice that, so after the
     // first 100 ms the queue never empties and each opportunity carries one packet.
     let gaps = [1, 3, 2, 5, 1, 2];
-    let trace = DeliveryTrace::parse(&trace_text(&gaps, 60)).expect("a trace");
+    let trace = repeating_trace(&gaps, 60).expect("a trace");
     let delay = Duration::from_millis(5);
     let mut forward = link("fwd", 1.0, delay, 1000);
     forward.rate = trace.mean_rate();

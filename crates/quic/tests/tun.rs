@@ -4,28 +4,16 @@
 
 use kleinrock_cc::Rate;
 use kleinrock_quic::netns;
-use kleinrock_quic::tun_check::{delay_check, probe, rate_check, trace_fit, Measured};
-use kleinrock_sim::delivery_trace::{DeliveryTrace, OPPORTUNITY_BYTES};
+use kleinrock_quic::tun_check::{
+    delay_check, probe, rate_check, repeating_trace, trace_fit, Measured,
+};
+use kleinrock_sim::delivery_trace::OPPORTUNITY_BYTES;
 use kleinrock_sim::{BufferLimit, LinkConfig};
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// One TUN test at a time: they measure real time on two cores.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Whether the test can run: true as root (where a missing capability panics), false with a
-/// printed reason otherwise.
-fn supported() -> bool {
-    match netns::check_support() {
-        None => true,
-        // SAFETY: geteuid has no preconditions.
-        Some(why) if unsafe { libc::geteuid() } == 0 => panic!("running as root, but {why}"),
-        Some(why) => {
-            eprintln!("skipped: {why}");
-            false
-        }
-    }
-}
 
 /// The namespaces this process made and has not removed.
 fn mine() -> Vec<String> {
@@ -53,7 +41,7 @@ fn report(what: &str, m: &Measured) {
 
 #[test]
 fn the_tun_link_delivers_its_rate_within_1_percent_up_to_200_mbps() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -75,7 +63,7 @@ fn the_tun_link_delivers_its_rate_within_1_percent_up_to_200_mbps() {
 
 #[test]
 fn the_tun_link_adds_its_delay_within_half_a_millisecond_up_to_200_mbps() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -103,7 +91,7 @@ fn the_tun_link_adds_its_delay_within_half_a_millisecond_up_to_200_mbps() {
 
 #[test]
 fn a_traced_tun_link_delivers_at_the_traces_opportunities_within_a_millisecond() {
-    if !supported() {
+    if !netns::tests_can_run() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -112,13 +100,7 @@ fn a_traced_tun_link_delivers_at_the_traces_opportunities_within_a_millisecond()
     // bytes, so that none has bytes left over for a third) at twice that, so after the first
     // 100 ms the queue never empties and each opportunity carries two packets.
     let gaps = [1u64, 3, 2, 5, 1, 2];
-    let mut text = String::new();
-    let mut t = 0;
-    for gap in gaps.iter().cycle().take(gaps.len() * 60) {
-        t += gap;
-        text += &format!("{t}\n");
-    }
-    let trace = DeliveryTrace::parse(&text).expect("a trace");
+    let trace = repeating_trace(&gaps, 60).expect("a trace");
     let mut link = LinkConfig::drop_tail(
         "traced",
         trace.mean_rate(),

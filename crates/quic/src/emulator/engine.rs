@@ -147,10 +147,34 @@ pub(crate) struct Engine {
     model_ns: u64,
 }
 
+/// The handle's ends of an engine's control channel (see [`spawn`]).
+pub(crate) struct Wiring {
+    control: UnixDatagram,
+    replies: mpsc::Receiver<(u64, EmulatorStats)>,
+}
+
 impl Engine {
     /// The model of `forward` and `reverse` with the simulator's loss and jitter streams of
-    /// `seed`, answering requests on `control`.
+    /// `seed`, and the handle's ends of its control channel.
     pub fn new(
+        forward: &LinkConfig,
+        reverse: &LinkConfig,
+        seed: u64,
+    ) -> io::Result<(Self, Wiring)> {
+        let (handle_end, control) = UnixDatagram::pair()?;
+        control.set_nonblocking(true)?;
+        let (replies, replies_rx) = mpsc::channel();
+        let wiring = Wiring {
+            control: handle_end,
+            replies: replies_rx,
+        };
+        Ok((
+            Self::with_control(forward, reverse, seed, control, replies),
+            wiring,
+        ))
+    }
+
+    fn with_control(
         forward: &LinkConfig,
         reverse: &LinkConfig,
         seed: u64,
@@ -196,8 +220,8 @@ impl Engine {
     }
 
     /// The poll entry of the control socket, index 0 of every door's descriptors.
-    pub fn control_pollfd(control: &UnixDatagram) -> libc::pollfd {
-        pollfd(control)
+    pub fn control_pollfd(&self) -> libc::pollfd {
+        pollfd(&self.control)
     }
 
     fn now_ns(&self) -> u64 {
@@ -487,15 +511,14 @@ fn wait(fds: &mut [libc::pollfd], timeout_ns: Option<u64>) -> io::Result<()> {
     Ok(())
 }
 
-/// Starts the relay thread that runs `engine` with `door`; `control` is the other end of the
-/// engine's control socket.
+/// Starts the relay thread that runs `engine` with `door`, answering on `wiring`.
 pub(crate) fn spawn<D: Door + Send + 'static>(
     mut engine: Engine,
     mut door: D,
-    control: UnixDatagram,
-    replies: mpsc::Receiver<(u64, EmulatorStats)>,
+    wiring: Wiring,
     name: &str,
 ) -> io::Result<RelayHandle> {
+    let Wiring { control, replies } = wiring;
     let last = Arc::new(Mutex::new(None));
     let last_thread = Arc::clone(&last);
     let thread = std::thread::Builder::new()
