@@ -34,7 +34,8 @@ pub struct CrosscheckArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     json: bool,
-    /// Write crosscheck.txt, crosscheck.json and both runs of every point to this directory.
+    /// Write the comparison (report.txt, crosscheck.json, report.html with each point's
+    /// window and RTT, simulated and Linux's) and both runs of every point to this directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Show no progress.
@@ -51,16 +52,50 @@ pub fn counterpart(cc: &str) -> Option<&'static str> {
 fn kernel_twin(s: &Scenario) -> Result<Scenario, String> {
     let mut twin = s.clone();
     for (i, f) in twin.flows.iter_mut().enumerate() {
+        let accepted = COUNTERPARTS.map(|(s, _)| s).join(", ");
         let FlowTransport::Reliable { cc, params, .. } = &mut f.transport else {
-            return Err(format!("flows[{i}] is not a reliable flow"));
+            return Err(format!(
+                "flows[{i}] is not a reliable flow; Linux has reliable flows of {accepted}"
+            ));
         };
         let Some(k) = counterpart(cc) else {
-            return Err(format!("flows[{i}].cc `{cc}` has no Linux counterpart"));
+            return Err(format!(
+                "flows[{i}].cc `{cc}` has no Linux counterpart; accepted: {accepted}"
+            ));
         };
         *cc = format!("{KERNEL_PREFIX}{k}");
         params.clear();
     }
     Ok(twin)
+}
+
+/// What a kernel flow's packets are on the TUN link: 1500 bytes, 52 of them IPv4 and TCP
+/// headers with timestamps (MSS 1448).
+const KERNEL_PACKET: (u32, u32) = (1500, 52);
+
+/// A note for each flow of `s` whose simulated packets differ from the kernel's, which the
+/// comparison does not correct for.
+fn packet_notes(label: &str, s: &Scenario) -> Vec<String> {
+    s.flows
+        .iter()
+        .filter_map(|f| match &f.transport {
+            FlowTransport::Reliable { transport, .. }
+                if (transport.packet_size, transport.header_size) != KERNEL_PACKET =>
+            {
+                Some(format!(
+                    "{label}: flow {}'s simulated packets are {} bytes with {} of headers; the \
+                     kernel's are {} with {} (set packet_size and header_size to compare like \
+                     with like)",
+                    f.name,
+                    transport.packet_size,
+                    transport.header_size,
+                    KERNEL_PACKET.0,
+                    KERNEL_PACKET.1
+                ))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// One point's two runs.
@@ -179,6 +214,7 @@ pub fn run(args: CrosscheckArgs) -> Result<(), String> {
         check_output_dir(dir)?;
     }
     let mut skipped = Vec::new();
+    let mut notes = Vec::new();
     let mut plans = Vec::new();
     for p in &set.points {
         let label = if set.is_sweep {
@@ -188,7 +224,10 @@ pub fn run(args: CrosscheckArgs) -> Result<(), String> {
         };
         p.check_simulated()?;
         match kernel_twin(p).and_then(|t| kernel_run::plan(&t).map(|_| t)) {
-            Ok(twin) => plans.push((label, p, twin)),
+            Ok(twin) => {
+                notes.extend(packet_notes(&label, p));
+                plans.push((label, p, twin));
+            }
             Err(why) => skipped.push(format!("{label}: {why}")),
         }
     }
@@ -199,6 +238,7 @@ pub fn run(args: CrosscheckArgs) -> Result<(), String> {
             skipped.join("; ")
         ));
     }
+    crate::live::remove_namespaces_on_signal()?;
     let points = execute(&plans, args.quiet)?;
     let rows = rows(&points);
     let text = format!(
@@ -211,6 +251,7 @@ pub fn run(args: CrosscheckArgs) -> Result<(), String> {
         skipped
             .iter()
             .map(|s| format!("skipped {s}\n"))
+            .chain(notes.iter().map(|n| format!("note: {n}\n")))
             .collect::<String>()
     );
     let json = serde_json::json!({
@@ -219,6 +260,8 @@ pub fn run(args: CrosscheckArgs) -> Result<(), String> {
         "rtt_tolerance": RTT_TOLERANCE,
         "rows": rows,
         "skipped": skipped,
+        "notes": notes,
+        "points": points.iter().map(|p| p.label.as_str()).collect::<Vec<_>>(),
     });
     if args.json {
         crate::emit(&format!("{json:#}\n"));
@@ -281,16 +324,14 @@ fn save(
     json: &serde_json::Value,
 ) -> Result<(), String> {
     write_atomically(dir, |tmp| {
-        write_file(&tmp.join("crosscheck.txt"), |w| {
-            w.write_all(text.as_bytes())
-        })?;
+        write_file(&tmp.join("report.txt"), |w| w.write_all(text.as_bytes()))?;
         write_file(&tmp.join("crosscheck.json"), |w| writeln!(w, "{json:#}"))?;
         for (i, p) in points.iter().enumerate() {
             let point = tmp.join("points").join(format!("{}", i + 1));
             runner::write_run(&point.join("simulated"), &p.sim)?;
             kernel_run::write_into(&point.join("kernel"), &p.kernel)?;
         }
-        Ok(())
+        kleinrock_lab::html::write_report(tmp).map_err(std::io::Error::other)
     })
     .map_err(|e| format!("cannot write {}: {e}", dir.display()))
 }

@@ -40,7 +40,10 @@ pub fn plan(s: &Scenario) -> Result<KernelRun, String> {
     if !s.tunnels.is_empty() {
         return Err("tunnels: kernel flows cross the TUN link directly, not a tunnel".into());
     }
-    let first = s.flows.first().ok_or("the scenario has no flow")?;
+    let first = s
+        .flows
+        .first()
+        .ok_or_else(|| format!("{}: flows: the scenario has no flow", s.name))?;
     let (data, ack) = match (&first.forward[..], &first.reverse[..]) {
         ([d], [a]) => (*d, *a),
         _ => {
@@ -60,9 +63,22 @@ pub fn plan(s: &Scenario) -> Result<KernelRun, String> {
                 f.cc_name()
             ));
         };
-        if f.forward != [data] || f.reverse != [ack] {
+        for (field, path, link) in [
+            ("path", &f.forward, data),
+            ("reverse_path", &f.reverse, ack),
+        ] {
+            if path[..] != [link] {
+                return Err(format!(
+                    "flows[{i}].{field}: every kernel flow crosses the TUN link's one link each \
+                     way, as flows[0] does: {field} = [\"{}\"]",
+                    s.links[link].name
+                ));
+            }
+        }
+        if f.start >= s.duration {
             return Err(format!(
-                "flows[{i}].path: every kernel flow crosses the same link each way as flows[0]"
+                "flows[{i}].start: {:?} is not before the end of the run ({:?})",
+                f.start, s.duration
             ));
         }
         kernel::check_cc(cc).map_err(|e| format!("flows[{i}].cc: {e}"))?;
@@ -87,10 +103,21 @@ pub fn plan(s: &Scenario) -> Result<KernelRun, String> {
     })
 }
 
-/// Runs `s`'s kernel flows through the TUN link.
+/// Runs `s`'s kernel flows through the TUN link; a flow whose sender gave up fails the run.
 pub fn run(s: &Scenario) -> Result<KernelOutput, String> {
     let plan = plan(s)?;
     let (results, link) = kernel::run(&plan).map_err(|e| e.to_string())?;
+    if let Some((i, r)) = results
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.failure.is_some())
+    {
+        return Err(format!(
+            "flows[{i}] ({}): the kernel's sender gave up: {}",
+            r.name,
+            r.failure.as_deref().unwrap_or("")
+        ));
+    }
     let summary = summary(s, &results, &link);
     let traces = results.into_iter().map(|r| r.trace).collect();
     Ok(KernelOutput {
@@ -100,13 +127,12 @@ pub fn run(s: &Scenario) -> Result<KernelOutput, String> {
     })
 }
 
-/// One kernel flow's metrics over the window from the warmup to the end.
-fn flow_metrics(s: &Scenario, r: &KernelFlowResult, start: Duration) -> FlowMetrics {
-    let from = start.max(s.warmup);
-    let until = r
-        .completion
-        .map_or(s.duration, |c| start + c)
-        .min(s.duration);
+/// One kernel flow's metrics over the window from the warmup to the end: the samples at or
+/// just after the warmup and at the end bound it.
+fn flow_metrics(r: &KernelFlowResult, start: Duration) -> FlowMetrics {
+    let (w, e) = (r.at_warmup, r.at_end);
+    let from = start.max(w.at);
+    let until = r.completion.map_or(e.at, |c| start + c).min(e.at);
     let active = until.saturating_sub(from).as_secs_f64();
     let per_second = |bytes: u64| {
         if active > 0.0 {
@@ -115,7 +141,6 @@ fn flow_metrics(s: &Scenario, r: &KernelFlowResult, start: Duration) -> FlowMetr
             0.0
         }
     };
-    let (w, e) = (r.at_warmup, r.at_end);
     let delivered = e.received.saturating_sub(w.received);
     let segs = e.segs_out.saturating_sub(w.segs_out);
     let [rtt_mean_ms, rtt_std_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms] = rtt_fields(&r.srtt);
@@ -154,7 +179,7 @@ fn summary(s: &Scenario, results: &[KernelFlowResult], link: &EmulatorStats) -> 
     let flows = results
         .iter()
         .zip(&s.flows)
-        .map(|(r, f)| flow_metrics(s, r, f.start))
+        .map(|(r, f)| flow_metrics(r, f.start))
         .collect();
     let name = |i: usize| s.links[i].name.clone();
     let mut data = link_metrics(&link.reverse.link);

@@ -125,11 +125,12 @@ pub fn duration(text: Option<&str>) -> Result<Option<Duration>, String> {
         .transpose()
 }
 
-/// The signals that stop `serve` and `emulate`: SIGINT, SIGTERM, or a time limit. Made before
+/// The signals that stop `serve` and `emulate`: SIGINT, SIGTERM, SIGHUP, or a time limit. Made before
 /// the command says it is listening, so a signal sent right after that is not lost.
 pub struct Stop {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
     limit: Option<Duration>,
 }
 
@@ -143,24 +144,55 @@ impl Stop {
         Ok(Stop {
             interrupt: watch(SignalKind::interrupt(), "SIGINT")?,
             terminate: watch(SignalKind::terminate(), "SIGTERM")?,
+            hangup: watch(SignalKind::hangup(), "SIGHUP")?,
             limit,
         })
     }
 
+    /// Waits for the next SIGINT, SIGTERM or SIGHUP; the signal's number.
+    pub async fn next_signal(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.interrupt.recv() => 2,
+            _ = self.terminate.recv() => 15,
+            _ = self.hangup.recv() => 1,
+        }
+    }
+
     /// Waits for a signal or the time limit.
     pub async fn wait(mut self) {
+        let limit = self.limit;
         let limit = async {
-            match self.limit {
+            match limit {
                 Some(d) => tokio::time::sleep(d).await,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
-            _ = self.interrupt.recv() => {}
-            _ = self.terminate.recv() => {}
+            _ = self.next_signal() => {}
             () = limit => {}
         }
     }
+}
+
+/// From now on, SIGINT, SIGTERM and SIGHUP end the process after deleting the network namespaces it
+/// made (`kleinrock run` of kernel flows, `crosscheck`): its programs die with it and the
+/// kernel releases the TUN devices as its descriptors close. The exit status is 128 plus the
+/// signal's number, as a shell reports a process the signal ended.
+pub fn remove_namespaces_on_signal() -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the signal watcher: {e}"))?;
+    let mut stop = rt.block_on(async { Stop::watch(None) })?;
+    std::thread::Builder::new()
+        .name("kleinrock-signals".into())
+        .spawn(move || {
+            let signal = rt.block_on(stop.next_signal());
+            kleinrock_quic::netns::remove_own();
+            std::process::exit(128 + signal);
+        })
+        .map_err(|e| format!("cannot start the signal watcher: {e}"))?;
+    Ok(())
 }
 
 /// Prints an event: one JSON line with `json`, else `text` for a person.

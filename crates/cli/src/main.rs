@@ -190,6 +190,7 @@ fn kernel_scenario(args: &RunArgs, set: &ScenarioSet) -> Result<(), String> {
             args.file.display()
         ));
     };
+    live::remove_namespaces_on_signal()?;
     let bar = progress(None, "{spinner} {msg}, {elapsed}", args.quiet);
     let secs = s.duration.as_secs_f64();
     bar.set_message(format!(

@@ -1,8 +1,9 @@
 //! `kleinrock shell`: runs any program behind the emulated link, as mahimahi's `mm-link` and
 //! `mm-delay` do. kleinrock makes a client and a server network namespace joined by the TUN
 //! link (crates/quic/src/netns.rs, `emulator::start_tun`), runs the command in the client
-//! namespace, where the server side is 10.77.0.2, and removes both namespaces when the
-//! command ends, on SIGINT or SIGTERM too. `--serve` runs a server in the server namespace
+//! namespace, where the server side is 10.77.0.2, and removes both namespaces (and any
+//! program left in them) when the command ends. SIGINT goes on to the command; SIGTERM and
+//! SIGHUP end it. `--serve` runs a server in the server namespace
 //! first. Afterwards it prints what the link carried and whether it kept time, and exits with
 //! the command's exit status.
 
@@ -21,8 +22,8 @@ use std::time::{Duration, Instant};
 #[command(trailing_var_arg = true)]
 pub struct ShellArgs {
     /// Both directions as RATE,RTT,BUFFER (half the RTT each way), e.g. `20Mbps,40ms,1bdp`
-    /// (the default without --scenario): BUFFER is the server-to-client direction's (with
-    /// --upload the other's), the other direction gets 1000 packets.
+    /// (default without --scenario: 10Mbps,50ms,2bdp): BUFFER is the server-to-client
+    /// direction's (with --upload the other's), the other direction gets 1000 packets.
     #[arg(long, value_name = "RATE,RTT,BUFFER", conflicts_with = "scenario")]
     link: Option<String>,
     /// A scenario file with one flow whose paths are one link each way: its data path becomes
@@ -152,28 +153,33 @@ fn spawn_in(target: &File, command: &mut Command, ns: &Namespaces) -> std::io::R
     netns::spawn_in(target, command)
 }
 
-/// Waits for the child to end, or for SIGINT/SIGTERM, which end it.
+/// Waits for the child to end. SIGINT is passed on to it (it decides, as an interactive
+/// shell ignores it; from a terminal it has it already); SIGTERM and SIGHUP end it.
 fn wait(
     child: &mut Child,
     rt: &tokio::runtime::Runtime,
-    stop: live::Stop,
+    mut stop: live::Stop,
 ) -> Result<ExitStatus, String> {
-    let signalled = rt.block_on(async {
-        let poll = async {
-            loop {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
+    loop {
+        let signal = rt.block_on(async {
+            let exited = async {
+                while !matches!(child.try_wait(), Ok(Some(_))) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            tokio::select! {
+                s = stop.next_signal() => Some(s),
+                () = exited => None,
             }
-        };
-        tokio::select! {
-            () = stop.wait() => true,
-            () = poll => false,
+        });
+        match signal {
+            None => break,
+            Some(2) => netns::interrupt(child),
+            Some(_) => {
+                end(child);
+                break;
+            }
         }
-    });
-    if signalled {
-        end(child);
     }
     child
         .wait()

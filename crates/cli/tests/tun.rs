@@ -166,6 +166,14 @@ fn a_killed_run_leaves_namespaces_that_the_next_start_removes() {
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
     assert_eq!(namespaces_of(child.id()), names, "SIGKILL leaves them");
+    // Their TUN devices went with the killed process's descriptors.
+    for ns in &names {
+        let shown = Command::new("ip")
+            .args(["-n", ns, "link", "show", "tun0"])
+            .output()
+            .expect("ip runs");
+        assert!(!shown.status.success(), "{ns} still has its TUN device");
+    }
     let o = kleinrock(&["shell", "--link", LINK, "--", "true"]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     assert!(
@@ -180,8 +188,22 @@ fn sigterm_and_sigint_end_the_run_and_remove_its_namespaces() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    for signal in [libc::SIGTERM, libc::SIGINT] {
-        let mut child = spawn(&["shell", "--link", LINK, "--", "sleep", "30"]);
+    let dir = scratch("signals");
+    let file = dir.join("k.toml");
+    std::fs::write(
+        &file,
+        kernel_scenario("kernel:cubic").replace("\"4s\"", "\"60s\""),
+    )
+    .unwrap();
+    let shell = ["shell", "--link", LINK, "--", "sleep", "30"];
+    let run = ["run", path(&file), "-q"];
+    for (args, signal) in [
+        (&shell[..], libc::SIGTERM),
+        (&shell[..], libc::SIGINT),
+        (&run[..], libc::SIGTERM),
+        (&run[..], libc::SIGINT),
+    ] {
+        let mut child = spawn(args);
         wait_for_namespaces(child.id());
         // SAFETY: signals our own child, which has not been reaped.
         unsafe { libc::kill(child.id() as i32, signal) };
@@ -192,13 +214,21 @@ fn sigterm_and_sigint_end_the_run_and_remove_its_namespaces() {
             }
             assert!(
                 Instant::now() < deadline,
-                "still running 10 s after signal {signal}"
+                "{args:?} still running 10 s after signal {signal}"
             );
             std::thread::sleep(Duration::from_millis(20));
         };
-        // The command ended by SIGTERM: 128 + 15.
-        assert_eq!(status.code(), Some(143), "signal {signal}");
-        assert!(namespaces_of(child.id()).is_empty(), "signal {signal}");
+        // `shell` passes SIGINT on to its command and ends it with SIGTERM, and exits as its
+        // command did; `run` exits as the signal's: 128 plus its number either way.
+        assert_eq!(
+            status.code(),
+            Some(128 + signal),
+            "{args:?}, signal {signal}"
+        );
+        assert!(
+            namespaces_of(child.id()).is_empty(),
+            "{args:?}, signal {signal}"
+        );
     }
 }
 
@@ -307,5 +337,11 @@ fn crosscheck_puts_the_simulator_beside_the_kernel() {
     // Both fill most of the 20 Mbit/s link from 2 s on.
     assert!(sim > 15.0 && kernel > 15.0, "{sim} {kernel}");
     assert!(out.join("points/1/kernel/flows/bulk.csv").exists());
+    let html = std::fs::read_to_string(out.join("report.html")).expect("a report");
+    assert!(
+        html.contains("flows.0.cc=cubic: flow bulk"),
+        "the point's plots"
+    );
+    assert!(std::fs::read_to_string(out.join("report.txt")).is_ok_and(|t| t == stdout));
     assert!(out.join("points/1/simulated/summary.json").exists());
 }

@@ -1857,8 +1857,8 @@ fn resolve_kernel(
     let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
     if name.is_empty() || !name.chars().all(plain) {
         let message = format!(
-            "`{KERNEL_PREFIX}{name}`: a kernel algorithm is named as the kernel names it, e.g. \
-             kernel:cubic, kernel:reno, kernel:bbr"
+            "`{KERNEL_PREFIX}{name}`: a kernel algorithm is named as the kernel names it \
+             (lowercase letters, digits and _), e.g. kernel:cubic, kernel:reno, kernel:bbr"
         );
         return Err((at("cc"), message));
     }

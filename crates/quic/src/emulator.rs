@@ -305,7 +305,8 @@ pub struct EmulatorStats {
     /// already passed that time; a long wait means the thread is falling behind.
     pub input_wait: Histogram,
     /// Datagrams the kernel dropped at the emulator's sockets because a receive buffer was
-    /// full (the thread fell far behind): losses the model did not make.
+    /// full (the thread fell far behind), or for the TUN link at its devices (counted when it
+    /// shuts down): losses the model did not make.
     pub socket_drops: u64,
     /// The p99 lateness at or below which the run is valid.
     pub lateness_bound: Duration,
@@ -352,7 +353,7 @@ impl EmulatorStats {
             .collect();
         if self.socket_drops > 0 {
             why.push(format!(
-                "{} datagrams dropped at its sockets",
+                "{} datagrams dropped at its sockets or devices",
                 self.socket_drops
             ));
         }
@@ -627,8 +628,12 @@ impl TunLink {
     /// final statistics.
     pub fn shutdown(self) -> EmulatorStats {
         let TunLink { relay, namespaces } = self;
-        let stats = relay.shutdown();
+        // Read while the devices exist: they go with the relay thread's descriptors.
+        let drops = namespaces.device_drops();
+        let mut stats = relay.shutdown();
         drop(namespaces);
+        stats.socket_drops += drops;
+        stats.valid = stats.failed_checks().is_empty();
         stats
     }
 }

@@ -95,11 +95,15 @@ pub struct KernelFlowResult {
     pub srtt: Histogram,
     /// `tcpi_snd_mss` at the end.
     pub mss: u32,
+    /// Why its sender gave up (socket, `TCP_CONGESTION`, connect, send), if it did.
+    pub failure: Option<String>,
 }
 
 /// A flow's counters at one time.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counters {
+    /// When they were read, from the start of the run.
+    pub at: Duration,
     /// Bytes the receiver had read.
     pub received: u64,
     /// `tcpi_bytes_sent`.
@@ -119,15 +123,19 @@ pub fn available() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Checks that the kernel offers `cc`; the message names it and what the kernel offers.
+/// Checks that the kernel offers `cc`, by setting it on a socket as a flow will (as root, the
+/// kernel loads a module `tcp_<cc>` for it if there is one); the message names it and what
+/// the kernel offers.
 pub fn check_cc(cc: &str) -> Result<(), String> {
-    let offered = available();
-    if offered.iter().any(|a| a == cc) {
+    let settable = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
+        .is_ok_and(|s| set_congestion(&s, cc).is_ok());
+    if settable {
         return Ok(());
     }
+    let offered = available();
     Err(format!(
-        "the kernel does not offer `{cc}`; it offers: {} ({AVAILABLE}; `modprobe tcp_{cc}` \
-         may add it)",
+        "the kernel does not offer `{cc}`; it offers: {} ({AVAILABLE}; no module tcp_{cc} \
+         loads either)",
         if offered.is_empty() {
             "nothing listed".to_string()
         } else {
@@ -143,9 +151,17 @@ pub fn run(config: &KernelRun) -> Result<(Vec<KernelFlowResult>, EmulatorStats),
     }
     let tun = start_tun(&config.forward, &config.reverse, config.seed)?;
     let started = Instant::now();
-    let mut flows = Vec::new();
+    let mut flows: Vec<Running> = Vec::new();
     for (i, f) in config.flows.iter().enumerate() {
-        flows.push(Running::start(&tun, f, i, started, config.duration)?);
+        match Running::start(&tun, f, i, started, config.duration) {
+            Ok(flow) => flows.push(flow),
+            Err(e) => {
+                for flow in flows {
+                    flow.abort();
+                }
+                return Err(e);
+            }
+        }
     }
     let samples = sample(&mut flows, started, config);
     let results = flows
@@ -160,6 +176,8 @@ pub fn run(config: &KernelRun) -> Result<(Vec<KernelFlowResult>, EmulatorStats),
 struct Running {
     spec: KernelFlow,
     socket: Arc<Mutex<Option<Arc<Socket>>>>,
+    /// What made the sender give up, if anything did.
+    failure: Arc<Mutex<Option<String>>>,
     received: Arc<AtomicU64>,
     /// When the receiver read its last byte (end of stream), ns since the run's start.
     done_ns: Arc<AtomicU64>,
@@ -195,7 +213,12 @@ impl Running {
         let port = BASE_PORT + i as u16;
         let listener = netns::in_namespace(&client, || TcpListener::bind((CLIENT_ADDR, port)))
             .and_then(|r| r)
-            .map_err(io_error("listening in the client namespace"))?;
+            .map_err(|e| {
+                EmulatorError::Setup(format!(
+                    "flow {}: cannot listen on {CLIENT_ADDR}:{port} in the client namespace: {e}",
+                    spec.name
+                ))
+            })?;
         let received = Arc::new(AtomicU64::new(0));
         let done_ns = Arc::new(AtomicU64::new(u64::MAX));
         let stop = Arc::new(AtomicBool::new(false));
@@ -216,18 +239,24 @@ impl Running {
             })
         };
         let socket = Arc::new(Mutex::new(None));
+        let failure = Arc::new(Mutex::new(None));
         let sender = {
             let (socket, stop, spec) = (Arc::clone(&socket), Arc::clone(&stop), spec.clone());
             let to = SocketAddr::from((CLIENT_ADDR, port));
+            let failure = Arc::clone(&failure);
             std::thread::spawn(move || {
-                if netns::enter(&server).is_ok() {
-                    send(&spec, to, &socket, &stop, started, duration);
+                let sent = netns::enter(&server)
+                    .map_err(|e| format!("cannot enter the server namespace: {e}"))
+                    .and_then(|()| send(&spec, to, &socket, &stop, started, duration));
+                if let Err(why) = sent {
+                    *crate::lock(&failure) = Some(why);
                 }
             })
         };
         Ok(Running {
             spec: spec.clone(),
             socket,
+            failure,
             received,
             done_ns,
             stop,
@@ -240,6 +269,14 @@ impl Running {
     /// The sender's `TCP_INFO`, once it has connected.
     fn info(&self) -> Option<libc::tcp_info> {
         shared_info(&self.socket)
+    }
+
+    /// Stops the threads of a flow whose run could not start.
+    fn abort(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.quit.store(true, Ordering::Relaxed);
+        let _ = self.sender.join();
+        let _ = self.receiver.join();
     }
 
     /// Stops the threads and gathers what the flow did.
@@ -256,8 +293,12 @@ impl Running {
         let done = self.done_ns.load(Ordering::Relaxed);
         let end = Duration::from_nanos(done.min(duration.as_nanos() as u64));
         let spec = self.spec;
+        // A sized flow completed if its receiver read every byte before the run ended (the
+        // sender's FIN at the end of the run also ends a stream that fell short).
+        let all = spec.bytes == Some(self.received.load(Ordering::Relaxed));
         let completion =
-            (spec.bytes.is_some() && done != u64::MAX).then(|| end.saturating_sub(spec.start));
+            (all && Duration::from_nanos(done) <= duration).then(|| end.saturating_sub(spec.start));
+        let failure = crate::lock(&self.failure).take();
         KernelFlowResult {
             trace: samples.trace,
             at_warmup: samples.at_warmup.unwrap_or_default(),
@@ -267,6 +308,7 @@ impl Running {
             recoveries: samples.recoveries,
             srtt: samples.srtt,
             mss: info.tcpi_snd_mss,
+            failure,
             name: spec.name,
             cc: spec.cc,
         }
@@ -332,7 +374,8 @@ fn again(e: &std::io::Error) -> bool {
 }
 
 /// The sender (in the server namespace): at the flow's start, connects with its algorithm and
-/// writes its bytes, or until the run ends or `stop`; then closes its side.
+/// writes its bytes, or until the run ends or `stop`; then closes its side. What failed, if
+/// anything did.
 fn send(
     spec: &KernelFlow,
     to: SocketAddr,
@@ -340,33 +383,45 @@ fn send(
     stop: &AtomicBool,
     started: Instant,
     duration: Duration,
-) {
-    if let Some(wait) = (started + spec.start).checked_duration_since(Instant::now()) {
-        std::thread::sleep(wait);
+) -> Result<(), String> {
+    let end = started + duration;
+    while let Some(wait) = (started + spec.start).checked_duration_since(Instant::now()) {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        std::thread::sleep(wait.min(RECEIVE_POLL));
     }
-    let Ok(socket) = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)) else {
-        return;
-    };
-    if set_congestion(&socket, &spec.cc).is_err()
-        || socket.connect(&SockAddr::from(to)).is_err()
-        || socket.set_write_timeout(Some(WRITE_TIMEOUT)).is_err()
-    {
-        return;
-    }
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
+        .map_err(|e| format!("cannot open a socket: {e}"))?;
+    set_congestion(&socket, &spec.cc).map_err(|e| format!("TCP_CONGESTION {}: {e}", spec.cc))?;
+    // A lost SYN is sent again after 1 s, 2 s, ...: give up when the run ends.
+    let left = end
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1));
+    socket
+        .connect_timeout(&SockAddr::from(to), left)
+        .map_err(|e| format!("cannot connect to {to}: {e}"))?;
+    socket
+        .set_write_timeout(Some(WRITE_TIMEOUT))
+        .map_err(|e| format!("cannot set the write timeout: {e}"))?;
     let socket = Arc::new(socket);
     *crate::lock(shared) = Some(Arc::clone(&socket));
     let chunk = vec![0u8; CHUNK];
-    let end = started + duration;
     let mut left = spec.bytes.unwrap_or(u64::MAX);
+    let mut result = Ok(());
     while left > 0 && !stop.load(Ordering::Relaxed) && Instant::now() < end {
         let n = (left.min(CHUNK as u64)) as usize;
         match (&*socket).write(&chunk[..n]) {
             Ok(w) => left -= w as u64,
             Err(e) if again(&e) => {}
-            Err(_) => break,
+            Err(e) => {
+                result = Err(format!("cannot send: {e}"));
+                break;
+            }
         }
     }
     let _ = socket.shutdown(std::net::Shutdown::Write);
+    result
 }
 
 /// Where the receiver counts.
@@ -489,10 +544,12 @@ fn record(f: &Running, s: &mut Samples, at: Duration, config: &KernelRun) {
     let info = f.info();
     s.latest = info.as_ref().map_or(
         Counters {
+            at,
             received,
             ..Counters::default()
         },
         |i| Counters {
+            at,
             received,
             bytes_sent: i.tcpi_bytes_sent,
             bytes_retrans: i.tcpi_bytes_retrans,
@@ -530,6 +587,8 @@ fn record(f: &Running, s: &mut Samples, at: Duration, config: &KernelRun) {
     };
     t.set("ssthresh_bytes", ssthresh);
     t.set("rx_rate_bps", rx);
+    // A finished flow's TCP_INFO stands still: its RTT and state are no longer samples.
+    let measured = measured && f.done_ns.load(Ordering::Relaxed) == u64::MAX;
     if measured && i.tcpi_rtt > 0 {
         s.srtt.record(u64::from(i.tcpi_rtt) * 1000);
     }

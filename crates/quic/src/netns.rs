@@ -9,8 +9,9 @@
 //! name outlives neither its process nor a later process with the same pid. [`Namespaces`]
 //! deletes both when dropped; a run killed before that (SIGKILL) leaves them behind, and
 //! [`Namespaces::create`] deletes every `kr-` namespace whose process is gone before it makes
-//! its own. TUN devices are not persistent: the kernel removes one when its last descriptor
-//! closes, which the kernel also does for a killed process.
+//! its own. Before deleting them, it kills every process still in them (`ip netns pids`): a
+//! server, a command's background jobs. TUN devices are not persistent: the kernel removes
+//! one when its last descriptor closes, which the kernel also does for a killed process.
 //!
 //! Namespaces are made and configured with iproute2's `ip` (`ip netns add`, `ip -n NS ...`),
 //! TUN devices with `TUNSETIFF` on `/dev/net/tun`; programs enter a namespace with
@@ -159,6 +160,18 @@ pub fn remove_stale() -> usize {
         .count()
 }
 
+/// Deletes the namespaces this process made (for a process about to exit on a signal: the
+/// kernel releases what they still hold when its descriptors close); how many.
+pub fn remove_own() -> usize {
+    let pid = std::process::id();
+    let prefix = format!("{PREFIX}{pid}-{}-", start_ticks(pid).unwrap_or(0));
+    ours()
+        .iter()
+        .filter(|n| n.starts_with(&prefix))
+        .filter(|n| ip(&["netns", "delete", n]).is_ok())
+        .count()
+}
+
 /// The namespaces kleinrock made and configured now, by name.
 pub fn ours() -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
@@ -251,6 +264,22 @@ impl Namespaces {
         })?
     }
 
+    /// Packets the kernel dropped at the two TUN devices (their RX and TX `dropped`
+    /// counters, `ip -s link`): packets the link model never saw, or delivered and the kernel
+    /// did not take; 0 where the counters cannot be read.
+    pub fn device_drops(&self) -> u64 {
+        self.names
+            .iter()
+            .filter_map(|n| {
+                let out = Command::new("ip")
+                    .args(["-s", "-n", n, "link", "show", "tun0"])
+                    .output()
+                    .ok()?;
+                Some(dropped(&String::from_utf8_lossy(&out.stdout)))
+            })
+            .sum()
+    }
+
     /// Opens `side`'s namespace, for [`enter`] and [`in_namespace`].
     pub fn open(&self, side: Side) -> io::Result<File> {
         File::open(format!("{NETNS_DIR}/{}", self.name(side)))
@@ -259,12 +288,48 @@ impl Namespaces {
 
 impl Drop for Namespaces {
     fn drop(&mut self) {
-        // The devices go first (closing their descriptors removes them), then the namespaces.
+        // Every program still in them (a server, a command's background jobs) ends first,
+        // then the devices (closing their descriptors removes them), then the namespaces.
+        for n in &self.names {
+            kill_all_in(n);
+        }
         self.tuns = None;
         for n in &self.names {
             let _ = ip(&["netns", "delete", n]);
         }
     }
+}
+
+/// Kills (SIGKILL) every process in namespace `name` but this one.
+fn kill_all_in(name: &str) {
+    let Ok(out) = Command::new("ip").args(["netns", "pids", name]).output() else {
+        return;
+    };
+    let me = std::process::id();
+    for pid in String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .filter(|&p| p != me)
+    {
+        if let Ok(pid) = i32::try_from(pid) {
+            // SAFETY: kill has no memory preconditions; the pid was in our namespace.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The `dropped` counts of `ip -s link show`'s RX and TX tables: the fourth number on the
+/// line after each `RX:` and `TX:` header.
+fn dropped(text: &str) -> u64 {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| {
+            let head = w[0].trim_start();
+            head.starts_with("RX:") || head.starts_with("TX:")
+        })
+        .filter_map(|w| w[1].split_whitespace().nth(3)?.parse::<u64>().ok())
+        .sum()
 }
 
 /// `TUNSETIFF`: makes the descriptor of `/dev/net/tun` a TUN device.
@@ -349,6 +414,14 @@ pub fn spawn_in(ns: &File, command: &mut Command) -> io::Result<Child> {
     command.spawn()
 }
 
+/// Passes SIGINT on to a child.
+pub fn interrupt(child: &Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: signals our own child, which has not been reaped.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+    }
+}
+
 /// Ends a child: SIGTERM, then SIGKILL if it is still there after `grace`.
 pub fn terminate(child: &mut Child, grace: Duration) {
     if let Ok(Some(_)) = child.try_wait() {
@@ -367,4 +440,34 @@ pub fn terminate(child: &mut Child, grace: Duration) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drops_are_read_from_both_tables_of_ip_s_link() {
+        let text = "5: tun0: <POINTOPOINT,UP> mtu 1500 qdisc pfifo_fast state UNKNOWN\n\
+                    \x20   link/none\n\
+                    \x20   RX:  bytes packets errors dropped  missed   mcast\n\
+                    \x20     1500       1      0       3       0       0\n\
+                    \x20   TX:  bytes packets errors dropped carrier collsns\n\
+                    \x20     3000       2      0       4       0       0\n";
+        assert_eq!(dropped(text), 7);
+        assert_eq!(dropped(""), 0);
+    }
+
+    #[test]
+    fn only_names_of_gone_processes_are_stale() {
+        let me = std::process::id();
+        let start = start_ticks(me).expect("our own start time");
+        assert!(!is_stale(&format!("kr-{me}-{start}-0-c")), "ours, alive");
+        assert!(
+            is_stale(&format!("kr-{me}-{}-0-c", start + 1)),
+            "an earlier process's pid"
+        );
+        assert!(!is_stale("other-namespace"), "not ours");
+        assert!(!is_stale("kr-x-y"), "not our pattern");
+    }
 }

@@ -1,8 +1,9 @@
 //! `report.html`: one self-contained page per output directory (a run, a sweep, a
-//! reproduction, a real transfer), built only from the files in that directory, so that
+//! reproduction, a real transfer, a kernel cross-check), built only from the files in that directory, so that
 //! rebuilding it later (`kleinrock report DIR`) gives the same bytes. Plots are inline SVG
 //! drawn with plotters ([`plot`]); the page has no script and references nothing outside it.
 
+mod crosscheck;
 mod page;
 pub mod plot;
 mod reproduce;
@@ -24,6 +25,7 @@ enum Kind {
     Transfer(Value),
     Sweep(Value),
     Reproduction(Value),
+    Crosscheck(Value),
 }
 
 /// Builds the report of output directory `dir` and writes it as `dir/report.html`.
@@ -53,6 +55,7 @@ pub fn build(dir: &Path) -> Result<String, String> {
         Kind::Transfer(summary) => run::transfer_page(dir, &summary)?,
         Kind::Sweep(summaries) => sweep::page(dir, &summaries)?,
         Kind::Reproduction(manifest) => reproduce::page(dir, &manifest)?,
+        Kind::Crosscheck(comparison) => crosscheck::page(dir, &comparison)?,
     };
     Ok(page.finish())
 }
@@ -62,7 +65,8 @@ fn kind(dir: &Path) -> Result<Kind, String> {
         return Err(format!("{} is not a directory", dir.display()));
     }
     let candidates = [
-        ("reproduce.json", Kind::Reproduction as fn(Value) -> Kind),
+        ("crosscheck.json", Kind::Crosscheck as fn(Value) -> Kind),
+        ("reproduce.json", Kind::Reproduction),
         ("sweep.json", Kind::Sweep),
         ("summary.json", Kind::Run),
     ];
@@ -80,8 +84,9 @@ fn kind(dir: &Path) -> Result<Kind, String> {
         return Ok(make(value));
     }
     Err(format!(
-        "{} is not a kleinrock output directory: it has no summary.json, sweep.json or \
-         reproduce.json (the outputs of `run`, `sweep`/`demo` and `reproduce` with --out)",
+        "{} is not a kleinrock output directory: it has no summary.json, sweep.json, \
+         reproduce.json or crosscheck.json (the outputs of `run`, `sweep`/`demo`, `reproduce` \
+         and `crosscheck` with --out)",
         dir.display()
     ))
 }

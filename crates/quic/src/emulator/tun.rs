@@ -1,19 +1,24 @@
 //! The TUN door: IP packets read from the client namespace's TUN device go through the forward
 //! link and are written to the server namespace's device, and back through the reverse link.
 //! A packet's size on the link is its IP length. Its class at a fair queue is its transport
-//! flow (protocol, addresses and ports, either direction), numbered as first seen, at most
-//! [`MAX_CLASSES`]; further flows share classes by that number modulo the bound. A packet that
+//! flow (protocol, addresses and ports, either direction), numbered as first seen, modulo
+//! [`MAX_CLASSES`] (past 4096 flows, by a hash of the flow instead, so that the table stays
+//! bounded). A packet that
 //! is not IPv4 or IPv6 is dropped and counted as unknown. TUN devices give no receive
 //! timestamp: a packet enters its link when the thread reads it.
 
 use super::engine::{pollfd, ready, Arrival, Door, Intake, FORWARD, REVERSE};
 use super::EmulatorStats;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 /// Most distinct classes (flows) at a fair queue.
 pub const MAX_CLASSES: u32 = 256;
+/// Most flows numbered as first seen; further flows take the class their key hashes to, so
+/// that the table stays bounded whatever the programs behind the link open.
+const MAX_NUMBERED: usize = 4096;
 /// Packets read from one device before the other's turn.
 const BATCH: usize = 64;
 /// Largest packet read (the devices' MTU is 1500).
@@ -33,6 +38,8 @@ pub(crate) struct TunDoor {
     unknown_dropped: u64,
     unknown_bytes: u64,
     io_errors: u64,
+    /// Why a device stopped being read (it failed), if one did.
+    failure: Option<String>,
 }
 
 impl TunDoor {
@@ -48,6 +55,7 @@ impl TunDoor {
             unknown_dropped: 0,
             unknown_bytes: 0,
             io_errors: 0,
+            failure: None,
         }
     }
 
@@ -70,7 +78,11 @@ impl TunDoor {
                 io::ErrorKind::Interrupted => continue,
                 io::ErrorKind::WouldBlock => return None,
                 _ => {
+                    // A TUN device does not fail and recover: stop polling it (it would wake
+                    // the thread for ever) and make the run invalid.
                     self.io_errors += 1;
+                    self.fds[d + 1].fd = -1;
+                    self.failure = Some(format!("reading TUN device {d} failed: {e}"));
                     return None;
                 }
             }
@@ -80,8 +92,19 @@ impl TunDoor {
     /// The class of the packet in `buf[..n]`; `None` if it is not an IP packet.
     fn class_of(&mut self, n: usize) -> Option<u32> {
         let key = flow_key(&self.buf[..n])?;
-        let next = self.classes.len() as u32;
-        let class = *self.classes.entry(key).or_insert(next);
+        let next = self.classes.len();
+        let class = match self.classes.get(&key) {
+            Some(&c) => c,
+            None if next < MAX_NUMBERED => {
+                self.classes.insert(key, next as u32);
+                next as u32
+            }
+            None => {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                key.hash(&mut h);
+                h.finish() as u32
+            }
+        };
         Some(class % MAX_CLASSES)
     }
 
@@ -174,6 +197,7 @@ impl Door for TunDoor {
         stats.unknown_dropped = self.unknown_dropped;
         stats.unknown_bytes = self.unknown_bytes;
         stats.io_errors = self.io_errors;
+        stats.failure.clone_from(&self.failure);
     }
 }
 
