@@ -213,6 +213,9 @@ pub fn run(args: CrosscheckArgs) -> Result<(), String> {
     if let Some(dir) = &args.out {
         check_output_dir(dir)?;
     }
+    if let Some(missing) = kleinrock_quic::netns::check_support() {
+        return Err(missing);
+    }
     let mut skipped = Vec::new();
     let mut notes = Vec::new();
     let mut plans = Vec::new();

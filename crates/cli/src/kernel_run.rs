@@ -35,8 +35,12 @@ pub struct KernelOutput {
     pub link: EmulatorStats,
 }
 
-/// The kernel run of `s`, or why it cannot be one (the field named).
+/// The kernel run of `s`, or why it cannot be one (the field named, or what this machine or
+/// process lacks).
 pub fn plan(s: &Scenario) -> Result<KernelRun, String> {
+    if let Some(missing) = kleinrock_quic::netns::check_support() {
+        return Err(missing);
+    }
     if !s.tunnels.is_empty() {
         return Err("tunnels: kernel flows cross the TUN link directly, not a tunnel".into());
     }

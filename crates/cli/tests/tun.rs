@@ -119,6 +119,7 @@ fn shell_refuses_what_it_cannot_run_and_leaves_nothing() {
     assert!(text(&o).1.contains("COMMAND"), "{:?}", text(&o));
     let dir = scratch("bad-trace");
     let scenario = dir.join("s.toml");
+    std::fs::write(dir.join("k.toml"), kernel_scenario("kernel:cubic")).unwrap();
     for (name, trace, words) in [
         ("empty", "", &["rate_trace", "no times"][..]),
         ("word", "1\nfast\n", &["line 2", "`fast`"][..]),
@@ -132,6 +133,23 @@ fn shell_refuses_what_it_cannot_run_and_leaves_nothing() {
         for w in words {
             assert!(err.contains(w), "{name}: `{w}` not in {err}");
         }
+    }
+    // Without root: one line saying so, status 2 (util-linux's setpriv drops to nobody).
+    for args in [
+        &["shell", "--link", LINK, "--", "true"][..],
+        &["run", "k.toml"][..],
+    ] {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_kleinrock"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("setpriv runs");
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("needs root"), "{args:?}: {err}");
     }
     let o = kleinrock(&["shell", "--link", LINK, "--", "/nonexistent/program"]);
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));

@@ -127,12 +127,14 @@ pub fn available() -> Vec<String> {
 /// kernel loads a module `tcp_<cc>` for it if there is one); the message names it and what
 /// the kernel offers.
 pub fn check_cc(cc: &str) -> Result<(), String> {
-    let settable = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
-        .is_ok_and(|s| set_congestion(&s, cc).is_ok());
-    if settable {
+    let offered = available();
+    let settable = || {
+        Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))
+            .is_ok_and(|s| set_congestion(&s, cc).is_ok())
+    };
+    if offered.iter().any(|a| a == cc) || settable() {
         return Ok(());
     }
-    let offered = available();
     Err(format!(
         "the kernel does not offer `{cc}`; it offers: {} ({AVAILABLE}; no module tcp_{cc} \
          loads either)",
