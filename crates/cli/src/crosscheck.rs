@@ -11,6 +11,7 @@ use kleinrock_lab::report::{num, Table};
 use kleinrock_lab::runner::{self, check_output_dir, write_atomically, write_file, RunOutput};
 use kleinrock_lab::scenario::{load, FlowTransport, Scenario, KERNEL_PREFIX};
 use kleinrock_lab::sweep;
+use kleinrock_quic::kernel::KernelRun;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -96,6 +97,14 @@ fn packet_notes(label: &str, s: &Scenario) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// A point to cross-check: the simulated scenario, its kernel twin and the twin's run.
+struct Planned<'a> {
+    label: String,
+    sim: &'a Scenario,
+    twin: Scenario,
+    plan: KernelRun,
 }
 
 /// One point's two runs.
@@ -226,10 +235,15 @@ pub fn run(args: CrosscheckArgs) -> Result<(), String> {
             p.name.clone()
         };
         p.check_simulated()?;
-        match kernel_twin(p).and_then(|t| kernel_run::plan(&t).map(|_| t)) {
-            Ok(twin) => {
+        match kernel_twin(p).and_then(|twin| Ok((kernel_run::plan(&twin)?, twin))) {
+            Ok((plan, twin)) => {
                 notes.extend(packet_notes(&label, p));
-                plans.push((label, p, twin));
+                plans.push(Planned {
+                    label,
+                    sim: p,
+                    twin,
+                    plan,
+                });
             }
             Err(why) => skipped.push(format!("{label}: {why}")),
         }
@@ -247,7 +261,7 @@ pub fn run(args: CrosscheckArgs) -> Result<(), String> {
     let text = format!(
         "{} ({} s per run; tolerances: goodput {:.0} %, median RTT {:.0} % of the kernel's)\n\n{}{}",
         set.name,
-        plans[0].1.duration.as_secs_f64(),
+        plans[0].sim.duration.as_secs_f64(),
         GOODPUT_TOLERANCE * 100.0,
         RTT_TOLERANCE * 100.0,
         table(&rows),
@@ -293,24 +307,25 @@ pub fn run(args: CrosscheckArgs) -> Result<(), String> {
 }
 
 /// Runs each point in the simulator and through the TUN link, one after the other.
-fn execute(plans: &[(String, &Scenario, Scenario)], quiet: bool) -> Result<Vec<Point>, String> {
+fn execute(plans: &[Planned], quiet: bool) -> Result<Vec<Point>, String> {
     let bar = crate::progress(
         Some(plans.len() as u64),
         "{spinner} {msg} [{bar:30}] {pos}/{len} points, {elapsed}",
         quiet,
     );
     let mut points = Vec::new();
-    for (label, sim, twin) in plans {
-        bar.set_message(format!("{label}: simulating"));
-        let sim = runner::run(sim);
+    for p in plans {
+        bar.set_message(format!("{}: simulating", p.label));
+        let sim = runner::run(p.sim);
         bar.set_message(format!(
-            "{label}: Linux TCP through the TUN link, {} s",
-            twin.duration.as_secs_f64()
+            "{}: Linux TCP through the TUN link, {} s",
+            p.label,
+            p.twin.duration.as_secs_f64()
         ));
-        let kernel = kernel_run::run(twin)?;
+        let kernel = kernel_run::run_plan(&p.twin, &p.plan)?;
         bar.inc(1);
         points.push(Point {
-            label: label.clone(),
+            label: p.label.clone(),
             sim,
             kernel,
         });

@@ -35,12 +35,8 @@ pub struct KernelOutput {
     pub link: EmulatorStats,
 }
 
-/// The kernel run of `s`, or why it cannot be one (the field named, or what this machine or
-/// process lacks).
+/// The kernel run of `s`, or why it cannot be one (the field named).
 pub fn plan(s: &Scenario) -> Result<KernelRun, String> {
-    if let Some(missing) = kleinrock_quic::netns::check_support() {
-        return Err(missing);
-    }
     if !s.tunnels.is_empty() {
         return Err("tunnels: kernel flows cross the TUN link directly, not a tunnel".into());
     }
@@ -109,8 +105,12 @@ pub fn plan(s: &Scenario) -> Result<KernelRun, String> {
 
 /// Runs `s`'s kernel flows through the TUN link; a flow whose sender gave up fails the run.
 pub fn run(s: &Scenario) -> Result<KernelOutput, String> {
-    let plan = plan(s)?;
-    let (results, link) = kernel::run(&plan).map_err(|e| e.to_string())?;
+    run_plan(s, &plan(s)?)
+}
+
+/// Runs `plan`, the [`plan`] of `s`.
+pub fn run_plan(s: &Scenario, plan: &KernelRun) -> Result<KernelOutput, String> {
+    let (results, link) = kernel::run(plan).map_err(|e| e.to_string())?;
     if let Some((i, r)) = results
         .iter()
         .enumerate()

@@ -174,10 +174,10 @@ impl Stop {
     }
 }
 
-/// From now on, SIGINT, SIGTERM and SIGHUP end the process after deleting the network namespaces it
-/// made (`kleinrock run` of kernel flows, `crosscheck`): its programs die with it and the
-/// kernel releases the TUN devices as its descriptors close. The exit status is 128 plus the
-/// signal's number, as a shell reports a process the signal ended.
+/// From now on, SIGINT, SIGTERM and SIGHUP end the process after deleting the network
+/// namespaces it made (`kleinrock run` of kernel flows, `crosscheck`): its programs die with it
+/// and the kernel releases the TUN devices as its descriptors close. The exit status is 128
+/// plus the signal's number, as a shell reports a process the signal ended.
 pub fn remove_namespaces_on_signal() -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -190,6 +190,9 @@ fn kernel_scenario(args: &RunArgs, set: &ScenarioSet) -> Result<(), String> {
             args.file.display()
         ));
     };
+    if let Some(missing) = kleinrock_quic::netns::check_support() {
+        return Err(missing);
+    }
     live::remove_namespaces_on_signal()?;
     let bar = progress(None, "{spinner} {msg}, {elapsed}", args.quiet);
     let secs = s.duration.as_secs_f64();

@@ -367,7 +367,12 @@ impl EmulatorStats {
 }
 
 fn p99(h: &Histogram) -> Duration {
-    Duration::from_nanos(h.quantile(0.99).unwrap_or(0.0) as u64)
+    quantile(h, 0.99)
+}
+
+/// The `q` quantile of a histogram of nanoseconds; zero for an empty one.
+pub(crate) fn quantile(h: &Histogram, q: f64) -> Duration {
+    Duration::from_nanos(h.quantile(q).unwrap_or(0.0) as u64)
 }
 
 /// IPv4 and UDP header bytes in front of each datagram's payload on the wire.

@@ -87,14 +87,10 @@ pub struct KernelFlowResult {
     pub at_end: Counters,
     /// From its start until its receiver read the last byte (sized flows that finished).
     pub completion: Option<Duration>,
-    /// From its start until it finished or the run ended.
-    pub active: Duration,
     /// Entries into Recovery or Loss seen in the samples from the warmup on.
     pub recoveries: u64,
     /// The smoothed RTT at each sample from the warmup on, ns.
     pub srtt: Histogram,
-    /// `tcpi_snd_mss` at the end.
-    pub mss: u32,
     /// Why its sender gave up (socket, `TCP_CONGESTION`, connect, send), if it did.
     pub failure: Option<String>,
 }
@@ -165,7 +161,7 @@ pub fn run(config: &KernelRun) -> Result<(Vec<KernelFlowResult>, EmulatorStats),
             }
         }
     }
-    let samples = sample(&mut flows, started, config);
+    let samples = sample(&flows, started, config);
     let results = flows
         .into_iter()
         .zip(samples)
@@ -270,7 +266,8 @@ impl Running {
 
     /// The sender's `TCP_INFO`, once it has connected.
     fn info(&self) -> Option<libc::tcp_info> {
-        shared_info(&self.socket)
+        let socket = crate::lock(&self.socket).clone()?;
+        tcp_info(&socket)
     }
 
     /// Stops the threads of a flow whose run could not start.
@@ -285,31 +282,26 @@ impl Running {
     fn finish(self, samples: Samples, duration: Duration) -> KernelFlowResult {
         self.stop.store(true, Ordering::Relaxed);
         let _ = self.sender.join();
-        let info = shared_info(&self.socket).unwrap_or_else(zeroed_info);
         let deadline = Instant::now() + LINGER;
         while !self.receiver.is_finished() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.quit.store(true, Ordering::Relaxed);
         let _ = self.receiver.join();
-        let done = self.done_ns.load(Ordering::Relaxed);
-        let end = Duration::from_nanos(done.min(duration.as_nanos() as u64));
+        let done = Duration::from_nanos(self.done_ns.load(Ordering::Relaxed));
         let spec = self.spec;
         // A sized flow completed if its receiver read every byte before the run ended (the
         // sender's FIN at the end of the run also ends a stream that fell short).
         let all = spec.bytes == Some(self.received.load(Ordering::Relaxed));
-        let completion =
-            (all && Duration::from_nanos(done) <= duration).then(|| end.saturating_sub(spec.start));
+        let completion = (all && done <= duration).then(|| done.saturating_sub(spec.start));
         let failure = crate::lock(&self.failure).take();
         KernelFlowResult {
             trace: samples.trace,
             at_warmup: samples.at_warmup.unwrap_or_default(),
             at_end: samples.latest,
             completion,
-            active: end.saturating_sub(spec.start),
             recoveries: samples.recoveries,
             srtt: samples.srtt,
-            mss: info.tcpi_snd_mss,
             failure,
             name: spec.name,
             cc: spec.cc,
@@ -317,20 +309,10 @@ impl Running {
     }
 }
 
-/// The `TCP_INFO` of the socket in `shared`, if there is one.
-fn shared_info(shared: &Mutex<Option<Arc<Socket>>>) -> Option<libc::tcp_info> {
-    let socket = crate::lock(shared).clone()?;
-    tcp_info(&socket)
-}
-
-fn zeroed_info() -> libc::tcp_info {
-    // SAFETY: tcp_info is plain integers; all zeros is a valid value.
-    unsafe { std::mem::zeroed() }
-}
-
 /// The sender's `TCP_INFO`.
 fn tcp_info(socket: &Socket) -> Option<libc::tcp_info> {
-    let mut info = zeroed_info();
+    // SAFETY: tcp_info is plain integers; all zeros is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
     // SAFETY: `info` and `len` are valid for writes of their sizes; a live socket.
     let r = unsafe {
@@ -502,7 +484,7 @@ fn state_name(state: u8) -> &'static str {
 }
 
 /// Samples every flow each interval until the run ends.
-fn sample(flows: &mut [Running], started: Instant, config: &KernelRun) -> Vec<Samples> {
+fn sample(flows: &[Running], started: Instant, config: &KernelRun) -> Vec<Samples> {
     let mut samples: Vec<Samples> = flows
         .iter()
         .map(|f| Samples {

@@ -87,9 +87,9 @@ pub fn check_support() -> Option<String> {
             "the TUN link needs /dev/net/tun, which does not open: {e}"
         ));
     }
-    match Command::new("ip").arg("-V").output() {
-        Ok(o) if o.status.success() => None,
-        _ => Some("the TUN link needs iproute2's `ip` command on the PATH".into()),
+    match ip(&["-V"]) {
+        Ok(_) => None,
+        Err(_) => Some("the TUN link needs iproute2's `ip` command on the PATH".into()),
     }
 }
 
@@ -108,14 +108,14 @@ pub fn tests_can_run() -> bool {
     false
 }
 
-/// Runs `ip` with `args`; its error output on failure.
-fn ip(args: &[&str]) -> Result<(), String> {
+/// Runs `ip` with `args`: its output, or its error output on failure.
+fn ip(args: &[&str]) -> Result<String, String> {
     let out = Command::new("ip")
         .args(args)
         .output()
         .map_err(|e| format!("cannot run `ip`: {e}"))?;
     if out.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
         Err(format!(
             "`ip {}` failed: {}",
@@ -150,11 +150,8 @@ fn is_stale(name: &str) -> bool {
 
 /// Deletes the namespaces of kleinrock runs that were killed; how many.
 pub fn remove_stale() -> usize {
-    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
-        return 0;
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
+    ours()
+        .iter()
         .filter(|n| is_stale(n))
         .filter(|n| ip(&["netns", "delete", n]).is_ok())
         .count()
@@ -270,13 +267,8 @@ impl Namespaces {
     pub fn device_drops(&self) -> u64 {
         self.names
             .iter()
-            .filter_map(|n| {
-                let out = Command::new("ip")
-                    .args(["-s", "-n", n, "link", "show", "tun0"])
-                    .output()
-                    .ok()?;
-                Some(dropped(&String::from_utf8_lossy(&out.stdout)))
-            })
+            .filter_map(|n| ip(&["-s", "-n", n, "link", "show", "tun0"]).ok())
+            .map(|out| dropped(&out))
             .sum()
     }
 
@@ -302,11 +294,11 @@ impl Drop for Namespaces {
 
 /// Kills (SIGKILL) every process in namespace `name` but this one.
 fn kill_all_in(name: &str) {
-    let Ok(out) = Command::new("ip").args(["netns", "pids", name]).output() else {
+    let Ok(out) = ip(&["netns", "pids", name]) else {
         return;
     };
     let me = std::process::id();
-    for pid in String::from_utf8_lossy(&out.stdout)
+    for pid in out
         .split_whitespace()
         .filter_map(|p| p.parse::<u32>().ok())
         .filter(|&p| p != me)

@@ -60,17 +60,13 @@ pub struct Measured {
 impl Measured {
     /// The median excess delay.
     pub fn excess_median(&self) -> Duration {
-        histogram_quantile(&self.excess_delay, 0.5)
+        emulator::quantile(&self.excess_delay, 0.5)
     }
 
     /// The 99th percentile excess delay.
     pub fn excess_p99(&self) -> Duration {
-        histogram_quantile(&self.excess_delay, 0.99)
+        emulator::quantile(&self.excess_delay, 0.99)
     }
-}
-
-fn histogram_quantile(h: &Histogram, q: f64) -> Duration {
-    Duration::from_nanos(h.quantile(q).unwrap_or(0.0) as u64)
 }
 
 /// A drop-tail link of `rate`, `delay` and a 1000-packet buffer.

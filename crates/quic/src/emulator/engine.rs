@@ -65,7 +65,7 @@ pub(crate) struct Arrival {
 pub(crate) struct Intake {
     start: Instant,
     /// Bytes read this wake-up.
-    pub round_bytes: usize,
+    round_bytes: usize,
     /// How long packets waited in the door's sockets before the thread read them, ns.
     input_wait: Histogram,
 }
@@ -76,14 +76,19 @@ impl Intake {
         duration_nanos(self.start.elapsed())
     }
 
-    /// The model time at which a packet that waited `waited_ns` in its socket arrived: now
-    /// minus the wait ([`Engine::enter`] takes it no earlier than the model has run).
-    pub fn arrival_time(&mut self, waited_ns: Option<u64>) -> u64 {
-        let now = self.now_ns();
+    /// Takes in `data`, just read, which waited `waited_ns` in its socket (if known) and
+    /// arrived no earlier than `after` (the packet read before it from the same input: an
+    /// input's packets keep their order, where clock readings would put those of one batch,
+    /// stamped alike, a few nanoseconds apart either way). Counts its bytes against the round
+    /// and returns its arrival's model time, now minus the wait ([`Engine::enter`] takes it
+    /// no earlier than the model has run), and its bytes.
+    pub fn take(&mut self, data: &[u8], waited_ns: Option<u64>, after: u64) -> (u64, Box<[u8]>) {
+        self.round_bytes += data.len();
         if let Some(w) = waited_ns {
             self.input_wait.record(w);
         }
-        now.saturating_sub(waited_ns.unwrap_or(0))
+        let at = self.now_ns().saturating_sub(waited_ns.unwrap_or(0));
+        (at.max(after), data.into())
     }
 
     /// Whether this wake-up has read as much as it may.
@@ -168,19 +173,6 @@ impl Engine {
             control: handle_end,
             replies: replies_rx,
         };
-        Ok((
-            Self::with_control(forward, reverse, seed, control, replies),
-            wiring,
-        ))
-    }
-
-    fn with_control(
-        forward: &LinkConfig,
-        reverse: &LinkConfig,
-        seed: u64,
-        control: UnixDatagram,
-        replies: mpsc::Sender<(u64, EmulatorStats)>,
-    ) -> Self {
         let link = |i: usize, l: &LinkConfig| {
             let (loss, jitter) = (loss_stream(i), jitter_stream(i));
             Link::new(i as u32, l, seeded(seed, loss), seeded(seed, jitter))
@@ -190,7 +182,7 @@ impl Engine {
         for l in &links {
             l.schedule_rate_steps(&mut events);
         }
-        Engine {
+        let engine = Engine {
             intake: Intake {
                 start: Instant::now(),
                 round_bytes: 0,
@@ -216,7 +208,8 @@ impl Engine {
             bound: lateness_bound(forward, reverse),
             realtime: false,
             model_ns: 0,
-        }
+        };
+        Ok((engine, wiring))
     }
 
     /// The poll entry of the control socket, index 0 of every door's descriptors.

@@ -3,9 +3,8 @@
 //! A packet's size on the link is its IP length. Its class at a fair queue is its transport
 //! flow (protocol, addresses and ports, either direction), numbered as first seen, modulo
 //! [`MAX_CLASSES`] (past 4096 flows, by a hash of the flow instead, so that the table stays
-//! bounded). A packet that
-//! is not IPv4 or IPv6 is dropped and counted as unknown. TUN devices give no receive
-//! timestamp: a packet enters its link when the thread reads it.
+//! bounded). A packet that is not IPv4 or IPv6 is dropped and counted as unknown. TUN devices
+//! give no receive timestamp: a packet enters its link when the thread reads it.
 
 use super::engine::{pollfd, ready, Arrival, Door, Intake, FORWARD, REVERSE};
 use super::EmulatorStats;
@@ -123,14 +122,13 @@ impl TunDoor {
                 self.unknown_bytes += n as u64;
                 continue;
             };
-            intake.round_bytes += n;
-            let at = intake.arrival_time(None).max(last);
+            let (at, data) = intake.take(&self.buf[..n], None, last);
             last = at;
             out.push(Arrival {
                 at,
                 dir: d,
                 class,
-                data: self.buf[..n].into(),
+                data,
                 wire: n as u32,
             });
         }

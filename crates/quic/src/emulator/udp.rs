@@ -114,10 +114,8 @@ impl UdpDoor {
         }
     }
 
-    /// The datagram just read into `buf`, for link `dir`, arrived no earlier than `after` (the
-    /// datagram read before it from the same socket: a socket's datagrams keep their order,
-    /// where clock readings would put those of one batch, stamped alike, a few nanoseconds
-    /// apart either way).
+    /// The datagram just read into `buf`, for link `dir`, arrived no earlier than `after` (see
+    /// [`Intake::take`]).
     fn arrival(
         &self,
         intake: &mut Intake,
@@ -126,12 +124,12 @@ impl UdpDoor {
         client: u32,
         after: u64,
     ) -> Arrival {
-        intake.round_bytes += r.len;
+        let (at, data) = intake.take(&self.buf[..r.len], r.waited_ns(), after);
         Arrival {
-            at: intake.arrival_time(r.waited_ns()).max(after),
+            at,
             dir,
             class: client,
-            data: self.buf[..r.len].into(),
+            data,
             wire: wire_bytes(r.len, r.from.is_ipv6()),
         }
     }
